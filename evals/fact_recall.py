@@ -1,0 +1,32 @@
+"""`inspect eval evals/fact_recall.py --model extractive/default`
+
+A thin re-export of the package's task with paths resolved from this repository, so the
+task runs from any working directory. Override with `-T traces=... -T labels=...`.
+"""
+
+from pathlib import Path
+
+from inspect_ai import task
+
+from compaction_eval.tasks.fact_recall import fact_recall as _fact_recall
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@task
+def fact_recall(
+    traces: str = str(ROOT / "fixtures" / "traces"),
+    labels: str = str(ROOT / "labels"),
+    prompts: str = str(ROOT / "prompts"),
+    budget: int = 800,
+    keep_last: int = 4,
+    shape: str = "inline",
+    focus: str | None = None,
+    judge_model: str | None = None,
+    cache: bool = False,
+):
+    """Fact recall of every candidate prompt on the repository's labelled corpus."""
+    return _fact_recall(
+        traces=traces, labels=labels, prompts=prompts, budget=budget, keep_last=keep_last,
+        shape=shape, focus=focus, judge_model=judge_model, cache=cache,
+    )

@@ -1,0 +1,1 @@
+"""The inspect tasks. Each task file only wires dataset, solver and scorer together."""

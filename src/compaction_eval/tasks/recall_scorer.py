@@ -1,0 +1,60 @@
+"""Scorer: which expected facts survived, in the summary and in the whole context."""
+
+from __future__ import annotations
+
+from inspect_ai.model import get_model
+from inspect_ai.scorer import Score, Scorer, mean, scorer, stderr
+from inspect_ai.solver import TaskState
+
+from ..matching.judge import judge_facts
+from ..scoring import score_summary
+from .compact_solver import STORE_KEY
+from .loading import labels_at, trace_at
+
+METRICS = ("recall", "precision", "context_recall", "compression", "critical_lost", "distortions")
+
+
+@scorer(metrics={name: [mean(), stderr()] for name in METRICS})
+def fact_recall(judge_model: str | None = None) -> Scorer:
+    """Score the compacted sample by the kept rule (DESIGN.md 4).
+
+    Args:
+        judge_model: optional model that judges meaning-category facts (intent,
+            constraint, decision, attempt, next_step); exact categories stay literal.
+    """
+
+    async def score(state: TaskState, target) -> Score:
+        meta = state.metadata
+        trace, labels = trace_at(meta["trace_path"]), labels_at(meta["labels_path"])
+        at = meta["point"]
+        compacted = state.store.get(STORE_KEY)
+        summary = compacted["summary"]
+        judged = None
+        if judge_model:
+            judged = await judge_facts(get_model(judge_model), summary, labels.expected(at))
+        on_summary = score_summary(summary, labels, trace, at, judged=judged)
+        on_context = score_summary(compacted["context"], labels, trace, at)
+        detail = on_summary.to_json()
+        compression = compacted["span_tokens"] / max(compacted["summary_tokens"], 1)
+        return Score(
+            value={
+                "recall": on_summary.recall,
+                "precision": on_summary.precision,
+                "context_recall": on_context.recall,
+                "compression": compression,
+                "critical_lost": float(len(on_summary.critical_lost)),
+                "distortions": float(len(on_summary.distortions)),
+            },
+            answer=summary,
+            metadata={
+                "summary_score": detail,
+                "context_score": {
+                    "recall": on_context.recall,
+                    "recall_by_category": on_context.recall_by_category,
+                    "facts": [{"id": f.id, "kept": f.kept} for f in on_context.facts],
+                },
+                "compacted": {k: v for k, v in compacted.items() if k not in ("context",)},
+            },
+        )
+
+    return score
