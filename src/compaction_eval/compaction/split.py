@@ -44,6 +44,6 @@ def split_history(trace: Trace, at: int, keep_last: int) -> Split:
         raise ValueError(f"point {at} is outside trace {trace.id!r} ({len(trace.messages)} messages)")
     head_end = 1
     tail_start = max(head_end, at - max(keep_last, 0))
-    while tail_start > head_end and _opens_with_tool_result(trace.messages[tail_start]):
+    while head_end < tail_start < at and _opens_with_tool_result(trace.messages[tail_start]):
         tail_start -= 1
     return Split(at=at, head_end=head_end, tail_start=tail_start)
