@@ -40,9 +40,11 @@ def cmd_lint(args: argparse.Namespace) -> int:
     from .lint import lint
 
     paths = [Path(p) for p in (args.paths or [*DEFAULT_TRACES, *DEFAULT_LABELS])]
-    traces, labels, problems = lint(paths, [Path(d) for d in args.traces])
+    traces, labels, problems, skipped = lint(paths, [Path(d) for d in args.traces])
     for p in problems:
         print(p)
+    for path in skipped:
+        print(f"note: skipped {path}: JSON that is not a trace", file=sys.stderr)
     status = f"{len(problems)} problem(s)" if problems else "ok"
     print(f"lint: {traces} trace file(s), {labels} labels file(s): {status}", file=sys.stderr)
     return 1 if problems else 0
@@ -112,6 +114,8 @@ def cmd_recall(args: argparse.Namespace, *, show_table: bool = False) -> int:
         results = run_recall(config, out)
     except RunFailed as exc:
         return _error(str(exc), 1)
+    for path in results["corpus"]["skipped_files"]:
+        print(f"note: skipped {path}: JSON that is not a trace", file=sys.stderr)
     if show_table:
         print(format_leaderboard(results))
     print(f"results: {out / 'results.json'}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
@@ -13,11 +13,14 @@ from .problems import ContractError, Problem
 from .traces import SCHEMA, Trace, is_trace_file, read_json_file, trace_from_json, validate_trace
 
 
-def _files(paths: Iterable[Path], keep) -> list[Path]:
+def _files(paths: Iterable[Path], keep, scanned: set[Path] | None = None) -> list[Path]:
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
-            out += sorted(f for f in p.rglob("*") if f.is_file() and keep(f))
+            found = sorted(f for f in p.rglob("*") if f.is_file() and keep(f))
+            out += found
+            if scanned is not None:
+                scanned.update(found)
         elif p.exists():
             if keep(p):
                 out.append(p)
@@ -26,16 +29,25 @@ def _files(paths: Iterable[Path], keep) -> list[Path]:
     return out
 
 
-def trace_paths(paths: Iterable[Path | str]) -> list[Path]:
-    return _files(map(Path, paths), is_trace_file)
+def trace_paths(paths: Iterable[Path | str], scanned: set[Path] | None = None) -> list[Path]:
+    """Trace files among `paths`; those found by scanning a directory are added to `scanned`."""
+    return _files(map(Path, paths), is_trace_file, scanned)
 
 
 def label_paths(paths: Iterable[Path | str]) -> list[Path]:
     return _files(map(Path, paths), lambda f: f.suffix in (".yaml", ".yml"))
 
 
-def read_trace(path: Path) -> tuple[Trace | None, list[Problem]]:
-    """A trace file in our format, or in any format an importer knows (converted in memory)."""
+class NotATrace(Exception):
+    """A JSON file that is neither a trace nor in a format an importer knows."""
+
+
+def read_trace(path: Path, *, strict: bool = True) -> tuple[Trace | None, list[Problem]]:
+    """A trace file in our format, or in any format an importer knows (converted in memory).
+
+    With `strict=False` (files found by scanning a directory), a JSON file that does not
+    look like a trace at all raises NotATrace so the caller can report it as skipped.
+    """
     try:
         data = read_json_file(path)
     except ContractError as exc:
@@ -43,7 +55,10 @@ def read_trace(path: Path) -> tuple[Trace | None, list[Problem]]:
     if not (isinstance(data, dict) and data.get("schema") == SCHEMA):
         from .importers import convert, detect_format  # imported only for foreign files
 
-        if detect_format(data) is not None:
+        if detect_format(data) is None:
+            if not strict and not (isinstance(data, dict) and ("schema" in data or "messages" in data)):
+                raise NotATrace(str(path))
+        else:
             try:
                 data = convert(path)
             except ContractError as exc:
@@ -63,6 +78,7 @@ class Corpus:
 
     traces: dict[str, Trace]
     labels: dict[str, Labels]
+    skipped: list[Path] = field(default_factory=list)
 
     def samples(self) -> list[tuple[str, int]]:
         """(trace id, point) for every labelled point, in a stable order."""
@@ -89,12 +105,18 @@ def check_corpus(trace_inputs: Iterable[Path | str], label_inputs: Iterable[Path
     """Load everything, collecting every problem instead of stopping at the first."""
     problems: list[Problem] = []
     traces: dict[str, Trace] = {}
+    scanned: set[Path] = set()
+    skipped: list[Path] = []
     try:
-        t_files, l_files = trace_paths(trace_inputs), label_paths(label_inputs)
+        t_files, l_files = trace_paths(trace_inputs, scanned), label_paths(label_inputs)
     except ContractError as exc:
         return Corpus({}, {}), exc.problems
     for path in t_files:
-        trace, found = read_trace(path)
+        try:
+            trace, found = read_trace(path, strict=path not in scanned)
+        except NotATrace:
+            skipped.append(path)
+            continue
         problems += found
         if trace is None:
             continue
@@ -119,7 +141,7 @@ def check_corpus(trace_inputs: Iterable[Path | str], label_inputs: Iterable[Path
             continue
         problems += lint_against_trace(lab, trace)
         labels[lab.trace] = lab
-    return Corpus(traces, labels), problems
+    return Corpus(traces, labels, skipped), problems
 
 
 def load_corpus(trace_inputs: Iterable[Path | str], label_inputs: Iterable[Path | str]) -> Corpus:

@@ -22,4 +22,6 @@ def corpus_stats(corpus: Corpus) -> dict[str, Any]:
         "labelled_by": dict(sorted(labelled_by.items())),
         "synthetic_traces": labelled_by.get("generator", 0),
         "real_traces": len(traces) - labelled_by.get("generator", 0),
+        "unlabelled_traces": len(corpus.traces) - len(traces),
+        "skipped_files": [str(p) for p in corpus.skipped],
     }

@@ -8,25 +8,25 @@ from .corpus import check_corpus, label_paths, trace_paths
 from .problems import ContractError, Problem
 
 
-def lint(paths: list[Path], trace_dirs: list[Path]) -> tuple[int, int, list[Problem]]:
+def lint(paths: list[Path], trace_dirs: list[Path]) -> tuple[int, int, list[Problem], list[Path]]:
     """Check the trace and labels files under `paths`.
 
     Labels are checked against the traces found in `paths` and in `trace_dirs` (where the
     traces of labels live when only the labels are linted).
 
-    Returns (trace files, labels files, problems).
+    Returns (trace files, labels files, problems, JSON files skipped as not traces).
     """
     try:
         traces = trace_paths(paths)
         labels = label_paths(paths)
     except ContractError as exc:
-        return 0, 0, exc.problems
+        return 0, 0, exc.problems, []
     extra = [d for d in trace_dirs if d.exists()]
-    _, problems = check_corpus([*traces, *extra], labels)
+    corpus, problems = check_corpus([*traces, *extra], labels)
     known = {*traces, *labels}
     problems += [
         Problem(str(p), "", "neither a trace (.json, .json.gz) nor a labels file (.yaml, .yml)")
         for p in paths
         if p.is_file() and p not in known
     ]
-    return len(traces), len(labels), problems
+    return len(traces) - len(set(corpus.skipped) & set(traces)), len(labels), problems, corpus.skipped
