@@ -29,9 +29,15 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def render_message_text(message: dict[str, Any]) -> str:
-    """One message as text, one section per block kind."""
+    """One message as text, blocks in their order; consecutive prose under one role header."""
     parts: list[str] = []
     prose: list[str] = []
+
+    def flush() -> None:
+        if prose:
+            parts.append(f"[{message.get('role', 'user')}]\n" + "\n".join(prose))
+            prose.clear()
+
     for block in _blocks(message):
         kind = block.get("type")
         if kind in ("text", "thinking"):
@@ -41,9 +47,9 @@ def render_message_text(message: dict[str, Any]) -> str:
             shown = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
             prose.append(f"[tool call {block.get('name', '')}] {shown}")
         elif kind == "tool_result":
+            flush()
             parts.append("[tool result]\n" + block_text(block))
-    if prose:
-        parts.insert(0, f"[{message.get('role', 'user')}]\n" + "\n".join(prose))
+    flush()
     return "\n\n".join(parts)
 
 
@@ -69,11 +75,16 @@ def to_chat_messages(messages: list[dict[str, Any]]) -> list[ChatMessage]:
                     )
             out.append(ChatMessageAssistant(content=text, tool_calls=calls or None))
             continue
-        prose = [block_text(b) for b in blocks if b.get("type") != "tool_result"]
-        for b in blocks:
+        prose: list[str] = []
+        for b in blocks:  # in order, so both shapes show the same sequence
             if b.get("type") == "tool_result":
+                if any(p.strip() for p in prose):
+                    out.append(ChatMessageUser(content="\n".join(prose)))
+                prose = []
                 tid = b.get("tool_use_id", "")
                 out.append(ChatMessageTool(content=block_text(b), tool_call_id=tid, function=names.get(tid)))
+            else:
+                prose.append(block_text(b))
         if any(p.strip() for p in prose):
             out.append(ChatMessageUser(content="\n".join(prose)))
     return _drop_orphan_results(out)
