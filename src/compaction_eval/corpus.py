@@ -14,10 +14,13 @@ from .traces import SCHEMA, Trace, is_trace_file, read_json_file, trace_from_jso
 
 
 def _files(paths: Iterable[Path], keep, scanned: set[Path] | None = None) -> list[Path]:
+    """Files among `paths`; a directory gives the files directly in it (not subdirectories:
+    `labels/` holds the synthetic corpus and `labels/real/` the real one, run separately).
+    A file named twice (as itself and inside a named directory) is read once."""
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
-            found = sorted(f for f in p.rglob("*") if f.is_file() and keep(f))
+            found = sorted(f for f in p.glob("*") if f.is_file() and keep(f))
             out += found
             if scanned is not None:
                 scanned.update(found)
@@ -26,7 +29,10 @@ def _files(paths: Iterable[Path], keep, scanned: set[Path] | None = None) -> lis
                 out.append(p)
         else:
             raise ContractError([Problem(str(p), "", "no such file or directory")])
-    return out
+    unique: dict[Path, Path] = {}
+    for f in out:
+        unique.setdefault(f.resolve(), f)
+    return list(unique.values())
 
 
 def trace_paths(paths: Iterable[Path | str], scanned: set[Path] | None = None) -> list[Path]:
