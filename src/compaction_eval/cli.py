@@ -116,6 +116,8 @@ def cmd_recall(args: argparse.Namespace, *, show_table: bool = False) -> int:
         return _error(str(exc), 1)
     for path in results["corpus"]["skipped_files"]:
         print(f"note: skipped {path}: JSON that is not a trace", file=sys.stderr)
+    if results["corpus"]["unlabelled_traces"]:
+        print(f"note: {results['corpus']['unlabelled_traces']} trace(s) have no labels and were not evaluated", file=sys.stderr)
     if show_table:
         print(format_leaderboard(results))
     print(f"results: {out / 'results.json'}")
@@ -201,6 +203,11 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except KeyboardInterrupt:
         return _error("interrupted", 130)
+    except Exception as exc:  # a model that cannot be built, a provider refusing: one line
+        if os.environ.get("COMPACTION_EVAL_DEBUG"):
+            raise
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return _error(f"{type(exc).__name__}: {message} (set COMPACTION_EVAL_DEBUG=1 for the traceback)", 1)
 
 
 if __name__ == "__main__":

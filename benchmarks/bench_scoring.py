@@ -1,0 +1,100 @@
+"""Speed of scoring and of the main job, as ratios against references in the same run.
+
+    python benchmarks/bench_scoring.py [--skip-run]
+
+1. Scoring throughput: `score_summary` (literal + semantic matchers, distortions,
+   precision) against a naive per-fact loop of case-insensitive regex searches for the
+   keys, on the same summaries (every prompt x every sample of the committed corpus,
+   written by the offline extractive summariser).
+2. Wall time of `compaction-eval run` against the wall time of a bare `import inspect_ai`
+   in a fresh interpreter (the floor any inspect-based command pays).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _summaries():
+    from inspect_ai.model import get_model
+
+    from compaction_eval.compaction.compact import compact_sample
+    from compaction_eval.corpus import load_corpus
+    from compaction_eval.prompts import load_candidates
+
+    corpus = load_corpus([ROOT / "fixtures" / "traces"], [ROOT / "labels"])
+    model = get_model("extractive/default")
+    items = []
+
+    async def make():
+        for tid, at in corpus.samples():
+            for cand in load_candidates([ROOT / "prompts"]):
+                c = await compact_sample(model, corpus.traces[tid], at, cand, budget=800)
+                items.append((c.summary, corpus.labels[tid], corpus.traces[tid], at))
+
+    asyncio.run(make())
+    return items
+
+
+def _naive(items) -> int:
+    kept = 0
+    for summary, labels, _trace, at in items:
+        for fact in labels.expected(at):
+            kept += all(re.search(re.escape(k), summary, re.I) for k in fact.keys)
+    return kept
+
+
+def _ours(items) -> int:
+    from compaction_eval.scoring import score_summary
+
+    return sum(sum(f.kept for f in score_summary(s, lab, tr, at).facts) for s, lab, tr, at in items)
+
+
+def _best_of(fn, items, repeats=5) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn(items)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _wall(cmd: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True, cwd=ROOT)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--skip-run", action="store_true", help="only the scoring benchmark")
+    args = parser.parse_args()
+
+    items = _summaries()
+    facts = sum(len(lab.expected(at)) for _s, lab, _t, at in items)
+    _ours(items[:4])  # warm the TF-IDF and import paths once
+    ours, naive = _best_of(_ours, items), _best_of(_naive, items)
+    print(f"scoring: {len(items)} summaries, {facts} fact verdicts")
+    print(f"  score_summary     {ours * 1000:8.1f} ms  ({facts / ours:,.0f} facts/s)")
+    print(f"  naive regex loop  {naive * 1000:8.1f} ms  ({facts / naive:,.0f} facts/s)")
+    print(f"  ratio (ours / naive): {ours / naive:.1f}x")
+
+    if args.skip_run:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        ref = _wall([sys.executable, "-c", "import inspect_ai"])
+        run = _wall([sys.executable, "-m", "compaction_eval.cli", "run", "--out", tmp, "--run", "bench", "--display", "none"])
+    print(f"compaction-eval run: {run:.1f} s wall; bare `import inspect_ai`: {ref:.1f} s; ratio {run / ref:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
