@@ -6,6 +6,7 @@ from inspect_ai.model import get_model
 from inspect_ai.scorer import Score, Scorer, mean, scorer, stderr
 from inspect_ai.solver import TaskState
 
+from ..labels import EXACT_CATEGORIES
 from ..matching.judge import judge_facts
 from ..scoring import score_summary
 from .compact_solver import STORE_KEY
@@ -31,7 +32,9 @@ def fact_recall(judge_model: str | None = None) -> Scorer:
         summary = compacted["summary"]
         judged = None
         if judge_model:
-            judged = await judge_facts(get_model(judge_model), summary, labels.expected(at))
+            # exact categories stay literal: only meaning facts go to the judge
+            meaning = [f for f in labels.expected(at) if f.category not in EXACT_CATEGORIES]
+            judged = await judge_facts(get_model(judge_model), summary, meaning) if meaning else {}
         on_summary = score_summary(summary, labels, trace, at, judged=judged)
         on_context = score_summary(compacted["context"], labels, trace, at)
         detail = on_summary.to_json()
