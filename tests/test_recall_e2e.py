@@ -21,8 +21,11 @@ SMALL = [
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    env.pop("INSPECT_LOG_DIR", None)  # the command must choose its own place
+    # A fresh HOME and no inspect/XDG settings: the command must choose its own places.
+    home = cwd / "home"
+    home.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("INSPECT_", "XDG_"))}
+    env.update(HOME=str(home), PYTHONWARNINGS="ignore", INSPECT_DISPLAY="none")
     return subprocess.run([sys.executable, "-m", "compaction_eval.cli", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
 
 
@@ -40,8 +43,9 @@ def test_run_prints_the_table_and_paths(small_run):
     assert "OFFLINE STAND-IN" in out
     assert "recall (95% CI)" in out and "handoff" in out and "terse" in out
     assert f"results: {work / 'results' / 'r1' / 'results.json'}" in out
-    # inspect's state stays in the working directory, nothing in ./logs
-    assert (work / ".compaction-eval").is_dir() and not (work / "logs").exists()
+    # inspect's state stays in the working directory: nothing in ./logs or under HOME
+    assert not (work / "logs").exists()
+    assert [p for p in (work / "home").rglob("*")] == []
 
 
 def test_results_follow_the_contract(small_run):
@@ -98,10 +102,10 @@ def test_inspect_eval_runs_the_task_file(tmp_path):
     logs = tmp_path / "logs"
     env = {**os.environ, "INSPECT_LOG_DIR": str(logs)}
     proc = subprocess.run(
-        [sys.executable, "-m", "inspect_ai", "eval", str(ROOT / "evals" / "fact_recall.py"), "--model", "extractive/default",
+        [sys.executable, "-m", "inspect_ai", "eval", "evals/fact_recall.py", "--model", "extractive/default",
          "-T", f"labels={ROOT / 'labels' / 'synth-refactor-001.yaml'}", "-T", f"prompts={ROOT / 'prompts' / 'recall_max.j2'}",
          "--log-dir", str(logs), "--display", "none"],
-        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
     from inspect_ai.log import list_eval_logs, read_eval_log
