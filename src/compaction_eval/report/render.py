@@ -1,0 +1,577 @@
+"""Render a run directory (results.json, optionally horizon.json) into one HTML file.
+
+The page is self-contained: inline CSS, inline SVG plots, a few lines of inline script for
+sorting and the drill-down; no network, opens from file://. Templates are jinja2 with
+autoescaping on; the only markup that reaches the page unescaped is built in `drilldown`
+(escaped piece by piece) and the plots (generated here, from numbers).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import hashlib
+import json
+import math
+import os
+import tempfile
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from ..compare import Comparison, CorpusMismatch, compare_runs, paired_delta
+from ..labels import CATEGORIES, Labels
+from ..problems import ContractError, Problem
+from ..results import RESULTS_FILE, read_results
+from ..traces import Trace
+from . import plots
+from .drilldown import Mark, highlight_summary, source_excerpt
+
+HORIZON_FILE = "horizon.json"
+HORIZON_SCHEMA = "compaction-eval/horizon@1"
+REPORT_FILE = "report.html"
+MAX_SOURCES = 3  # source excerpts shown per fact
+TEMPLATES = Path(__file__).parent / "templates"
+
+CATEGORY_LABELS = {
+    "intent": "intent",
+    "constraint": "constraints",
+    "decision": "decisions",
+    "bug": "bugs (error text)",
+    "artifact": "paths & symbols",
+    "number": "numbers",
+    "attempt": "failed attempts",
+    "next_step": "next step",
+}
+CATEGORY_SHORT = {
+    "intent": "intent",
+    "constraint": "constr.",
+    "decision": "decis.",
+    "bug": "bug",
+    "artifact": "artifact",
+    "number": "number",
+    "attempt": "attempt",
+    "next_step": "next",
+}
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+def read_horizon(run_dir: Path) -> dict[str, Any] | None:
+    """The run's horizon.json (DESIGN.md 5), or None when the run has none."""
+    path = Path(run_dir) / HORIZON_FILE
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ContractError([Problem(str(path), f"line {exc.lineno}", f"malformed JSON: {exc.msg}")]) from None
+    if not isinstance(data, dict) or data.get("schema") != HORIZON_SCHEMA:
+        raise ContractError([Problem(str(path), "schema", f"not a {HORIZON_SCHEMA} file")])
+    return data
+
+
+@dataclass
+class SourceCorpus:
+    """Labels and traces for the drill-down (fact text, source excerpts), when they can be found.
+
+    Args:
+        labels, traces: by trace id; only the traces the run sampled.
+        missing: a note for the page when some could not be found.
+    """
+
+    labels: dict[str, Labels] = field(default_factory=dict)
+    traces: dict[str, Trace] = field(default_factory=dict)
+    missing: str | None = None
+
+
+def _resolve(paths: Iterable[str], bases: list[Path]) -> list[Path]:
+    """Each path as given if it exists, else under the first base where it exists."""
+    out = []
+    for p in paths:
+        cand = Path(p)
+        if cand.is_absolute():
+            if cand.exists():
+                out.append(cand)
+            continue
+        for base in bases:
+            if (base / cand).exists():
+                out.append(base / cand)
+                break
+    return out
+
+
+def load_source_corpus(
+    results: dict[str, Any], run_dir: Path, traces: list[str] | None = None, labels: list[str] | None = None
+) -> SourceCorpus:
+    """Find the labels and traces a run was made on (its config paths, relative to the working
+    directory or to a parent of the run directory), reading only the traces it sampled.
+
+    Never raises for missing or broken files: the drill-down then shows verdicts without
+    fact text and source excerpts, and says why.
+    """
+    from ..corpus import NotATrace, label_paths, read_trace, trace_paths
+    from ..labels import load_labels
+
+    needed = {s["trace"] for s in results.get("samples", [])}
+    config = results.get("config", {})
+    bases = [Path.cwd(), *Path(run_dir).resolve().parents]
+    label_dirs = _resolve(labels if labels is not None else config.get("labels", []), bases)
+    trace_dirs = _resolve(traces if traces is not None else config.get("traces", []), bases)
+    found = SourceCorpus()
+    try:
+        for path in label_paths(label_dirs):
+            try:
+                lab = load_labels(path)
+            except ContractError:
+                continue
+            if lab.trace in needed:
+                found.labels.setdefault(lab.trace, lab)
+        files = trace_paths(trace_dirs)
+    except ContractError:
+        files = []
+    # files named after a needed trace first; stop as soon as every trace is found
+    files.sort(key=lambda f: not any(f.name.startswith(t) for t in needed))
+    for path in files:
+        if needed <= found.traces.keys():
+            break
+        try:
+            trace, _ = read_trace(path, strict=False)
+        except (NotATrace, ContractError, OSError, ValueError):
+            continue
+        if trace is not None and trace.id in needed:
+            found.traces.setdefault(trace.id, trace)
+    lacking = sorted(needed - (found.labels.keys() & found.traces.keys()))
+    if lacking:
+        where = ", ".join(map(str, [*config.get("traces", []), *config.get("labels", [])]))
+        found.missing = (
+            f"labels or trace not found for {len(lacking)} of {len(needed)} traces (looked in {where} "
+            "relative to the working directory and the run directory): those samples show verdicts only, "
+            "without fact text and source excerpts."
+        )
+    return found
+
+
+# ----------------------------------------------------------------------------- view model
+
+
+def _num(x: Any) -> float | None:
+    """A number, or None for missing values (None, NaN, a key the document does not have)."""
+    if x is None or isinstance(x, jinja2.Undefined) or (isinstance(x, float) and math.isnan(x)):
+        return None
+    return float(x)
+
+
+def _per_sample(p: dict[str, Any], key: str) -> float:
+    return p.get(key, 0) / p["samples"] if p.get("samples") else 0.0
+
+
+def _leaderboard(results: dict[str, Any], categories: list[str]) -> list[dict[str, Any]]:
+    by_prompt: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in results.get("samples", []):
+        by_prompt[s["prompt"]].append(s)
+    rows = []
+    for rank, p in enumerate(results.get("prompts", []), 1):
+        group = by_prompt.get(p["prompt"], [])
+        n = max(1, len(group))
+        rows.append(
+            {
+                **p,
+                "rank": rank,
+                "by_cat": [
+                    (c, p["recall_by_category"][c]["mean"] if c in p["recall_by_category"] else None,
+                     p["recall_by_category"].get(c))
+                    for c in categories
+                ],
+                "input_per_sample": _per_sample(p, "input_tokens"),
+                "output_per_sample": _per_sample(p, "output_tokens"),
+                "cache_read_per_sample": sum(s.get("cache_read_tokens", 0) for s in group) / n,
+                "cache_write_per_sample": sum(s.get("cache_write_tokens", 0) for s in group) / n,
+                "critical_expected": sum(1 for s in group for f in s["facts"] if f.get("critical")),
+            }
+        )
+    return rows
+
+
+def _losses(results: dict[str, Any], prompt: str) -> list[dict[str, Any]]:
+    """Per category, for one prompt: fact instances expected and lost (over samples)."""
+    expected: Counter[str] = Counter()
+    lost: Counter[str] = Counter()
+    for s in results.get("samples", []):
+        if s["prompt"] != prompt:
+            continue
+        for f in s["facts"]:
+            expected[f["category"]] += 1
+            lost[f["category"]] += not f["kept"]
+    rows = [
+        {"category": c, "label": CATEGORY_LABELS.get(c, c), "lost": lost[c], "expected": expected[c]}
+        for c in expected
+    ]
+    rows.sort(key=lambda r: (-r["lost"], -r["lost"] / max(1, r["expected"]), r["category"]))
+    return rows
+
+
+def _runner_up_delta(results: dict[str, Any], best: str, second: str) -> Any:
+    """Paired recall difference best - second over the samples both scored."""
+    rec: dict[tuple[str, int, str], list[float]] = defaultdict(list)
+    for s in results.get("samples", []):
+        rec[(s["trace"], int(s["point"]), s["prompt"])].append(float(s["recall"]))
+    keys = sorted({(t, p) for t, p, _ in rec})
+    pairs = [(k, (k[0], k[1], best), (k[0], k[1], second)) for k in keys]
+    pairs = [(rec[b], rec[c]) for _, b, c in pairs if b in rec and c in rec]
+    return paired_delta([sum(c) / len(c) for _, c in pairs], [sum(b) / len(b) for b, _ in pairs])
+
+
+def _verdict(results: dict[str, Any], board: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if not board:
+        return None
+    best = board[0]
+    out: dict[str, Any] = {"best": best, "losses": [], "runner_up": None}
+    losses = [r for r in _losses(results, best["prompt"]) if r["lost"]]
+    out["losses"] = losses[:3]
+    out["lost_total"] = sum(r["lost"] for r in losses)
+    if len(board) > 1:
+        second = board[1]
+        out["runner_up"] = {"prompt": second["prompt"], "delta": _runner_up_delta(results, best["prompt"], second["prompt"])}
+    cheapest = min(board, key=lambda r: r["input_per_sample"] + r["output_per_sample"])
+    out["cheapest"] = cheapest
+    return out
+
+
+def _frontier(board: list[dict[str, Any]]) -> tuple[str, list[str]]:
+    points = [
+        plots.Point(r["prompt"], r["recall"], tuple(r["recall_ci"]), r["precision"], tuple(r["precision_ci"]))
+        for r in board
+        if _num(r["recall"]) is not None and _num(r["precision"]) is not None
+    ]
+    if not points:
+        return "", []
+    return plots.frontier_svg(points, best=board[0]["prompt"]), [p.name for p in plots.pareto_front(points)]
+
+
+def _heat(board: list[dict[str, Any]], categories: list[str]) -> list[dict[str, Any]]:
+    rows = []
+    for r in board:
+        cells = []
+        for c, value, detail in r["by_cat"]:
+            title = (
+                f"{r['prompt']} · {c}: recall {value:.2f}, 95% interval [{detail['ci'][0]:.2f}, {detail['ci'][1]:.2f}], "
+                f"{detail['n']} samples"
+                if detail
+                else f"{r['prompt']} · {c}: not expected in any sample"
+            )
+            cells.append({"category": c, "value": value, "colour": plots.recall_colour(value), "title": title})
+        rows.append({"prompt": r["prompt"], "cells": cells})
+    return rows
+
+
+def _sample_id(trace: str, point: int) -> str:
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in trace)
+    return f"s-{safe}-{point}"
+
+
+def _drilldown(results: dict[str, Any], prompts: list[str], corpus: SourceCorpus) -> list[dict[str, Any]]:
+    """One entry per (trace, point): facts x prompts verdicts, summaries, source excerpts."""
+    cells: dict[tuple[str, int], dict[str, dict[str, Any]]] = defaultdict(dict)
+    for s in results.get("samples", []):
+        # with several epochs, the drill-down shows the first
+        cells[(s["trace"], int(s["point"]))].setdefault(s["prompt"], s)
+    out = []
+    for (trace, point), by_prompt in sorted(cells.items()):
+        shown = [p for p in prompts if p in by_prompt]
+        first = by_prompt[shown[0]]
+        lab = corpus.labels.get(trace)
+        tr = corpus.traces.get(trace)
+        label_facts = {f.id: f for f in lab.facts} if lab else {}
+        facts = []
+        for f in first["facts"]:
+            lf = label_facts.get(f["id"])
+            sources = []
+            more: list[int] = []
+            if lf is not None and tr is not None:
+                seen = [i for i in lf.source if 0 <= i < min(point, len(tr.messages))]
+                # a few excerpts say where a fact came from; the rest are named (keeps pages light)
+                seen, more = seen[:MAX_SOURCES], seen[MAX_SOURCES:]
+                keys = [k for ks in lf.key_sets for k in ks]
+                for idx in seen:
+                    msg = tr.messages[idx]
+                    sources.append({"index": idx, "role": msg.get("role", ""), "excerpt": source_excerpt(tr.texts[idx], keys)})
+            verdicts = []
+            for p in shown:
+                v = next((x for x in by_prompt[p]["facts"] if x["id"] == f["id"]), None)
+                verdicts.append({"prompt": p, "v": v})
+            facts.append(
+                {**f, "text": lf.text if lf else None, "keys": list(lf.keys) if lf else [], "sources": sources, "more_sources": more,
+                 "verdicts": verdicts, "kept_by": sum(1 for v in verdicts if v["v"] and v["v"]["kept"])}
+            )
+        summaries = []
+        for p in shown:
+            s = by_prompt[p]
+            marks = [Mark(f["evidence"], "ev", f"{f['id']} ({f['category']})") for f in s["facts"] if f["kept"] and f.get("evidence")]
+            marks += [
+                Mark(d["found"], "dist", f"{d['kind']}" + (f": expected {d['expected']}" if d.get("expected") else "")
+                     + (f" ({d['fact']})" if d.get("fact") else ""))
+                for d in s.get("distortions", []) if d.get("found")
+            ]
+            html, cut = highlight_summary(s.get("summary", ""), marks)
+            summaries.append(
+                {"prompt": p, "html": html, "cut": cut, "recall": s["recall"], "precision": s["precision"],
+                 "tokens": s.get("summary_tokens"), "distortions": s.get("distortions", []),
+                 "avoid": [a for a in s.get("avoid", []) if a.get("present")],
+                 "lost": sum(1 for f in s["facts"] if not f["kept"])}
+            )
+        out.append(
+            {"id": _sample_id(trace, point), "trace": trace, "point": point, "facts": facts, "summaries": summaries,
+             "synthetic": first.get("synthetic"), "history_tokens": first.get("history_tokens"),
+             "recalls": [(p, by_prompt[p]["recall"]) for p in shown],
+             "critical_lost_best": len(by_prompt[shown[0]].get("critical_lost", [])) if shown[0] == prompts[0] else 0}
+        )
+    return out
+
+
+def _comparison_view(cmp: Comparison, categories: list[str]) -> dict[str, Any]:
+    rows = []
+    for pc in cmp.prompts:
+        rows.append(
+            {
+                "pc": pc,
+                "cats": [
+                    (c, pc.by_category.get(c), plots.delta_colour(pc.by_category[c].delta) if c in pc.by_category else "#f1f3f5")
+                    for c in categories
+                ],
+            }
+        )
+    return {"cmp": cmp, "rows": rows}
+
+
+def _horizon_view(horizon: dict[str, Any]) -> dict[str, Any]:
+    """Only the horizon@1 keys DESIGN.md 5 fixes; other numeric fields are listed as given."""
+    known = {"config", "completion_rate", "completion_ci", "input_tokens", "samples"}
+    configs = horizon.get("configs", [])
+    rows = []
+    worlds: list[str] = []
+    for c in configs:
+        for s in c.get("samples", []):
+            if s.get("world") not in worlds:
+                worlds.append(s.get("world"))
+    for c in configs:
+        done = {}
+        for s in c.get("samples", []):
+            done.setdefault(s.get("world"), []).append(bool(s.get("completed")))
+        extra = {k: v for k, v in c.items() if k not in known and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        ci = c.get("completion_ci")
+        rows.append(
+            {
+                "config": str(c.get("config", "?")),
+                "completion_rate": _num(c.get("completion_rate")),
+                "completion_ci": ci if isinstance(ci, (list, tuple)) and len(ci) == 2 else None,
+                "input_tokens": _num(c.get("input_tokens")),
+                "n_samples": len(c.get("samples", [])),
+                "extra": extra,
+                "by_world": [done.get(w) for w in worlds],
+            }
+        )
+    chart_rows = [
+        (r["config"], r["completion_rate"], tuple(r["completion_ci"] or (r["completion_rate"],) * 2))
+        for r in rows
+        if r["completion_rate"] is not None
+    ]
+    chart = (
+        plots.interval_svg(chart_rows, xlabel="completion rate (95% interval)", salt="horizon",
+                           title="Completion rate by context configuration")
+        if chart_rows
+        else ""
+    )
+    extra_keys = sorted({k for r in rows for k in r["extra"]})
+    best = max(rows, key=lambda r: (r["completion_rate"] or 0.0, -(r["input_tokens"] or 0)), default=None)
+    head = {
+        "agent": horizon.get("agent"),
+        "offline_stand_in": bool(horizon.get("offline_stand_in")),
+        "agent_note": horizon.get("agent_note"),
+    }
+    return {"h": head, "rows": rows, "worlds": worlds, "chart": chart, "extra_keys": extra_keys, "best": best}
+
+
+def build_context(
+    results: dict[str, Any] | None,
+    *,
+    horizon: dict[str, Any] | None = None,
+    baseline: dict[str, Any] | None = None,
+    baseline_name: str | None = None,
+    corpus: SourceCorpus | None = None,
+) -> dict[str, Any]:
+    """Everything the templates need, computed from the run's documents."""
+    ctx: dict[str, Any] = {
+        "results": results,
+        "horizon": _horizon_view(horizon) if horizon else None,
+        "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "category_labels": CATEGORY_LABELS,
+        "category_short": CATEGORY_SHORT,
+        "recall_colour": plots.recall_colour,
+    }
+    if results is None:
+        return ctx
+    corpus = corpus or SourceCorpus()
+    present = {c for s in results.get("samples", []) for c in s.get("recall_by_category", {})}
+    categories = [c for c in CATEGORIES if c in present]
+    board = _leaderboard(results, categories)
+    prompts = [r["prompt"] for r in board]
+    frontier, front = _frontier(board)
+    ctx.update(
+        categories=categories,
+        board=board,
+        verdict=_verdict(results, board),
+        frontier=frontier,
+        front=front,
+        heat=_heat(board, categories),
+        samples=_drilldown(results, prompts, corpus),
+        corpus_note=corpus.missing,
+        prompts=prompts,
+    )
+    if baseline is not None:
+        try:
+            ctx["comparison"] = _comparison_view(compare_runs(baseline, results), categories)
+        except CorpusMismatch as exc:
+            ctx["comparison_error"] = [str(p) for p in exc.problems]
+        ctx["baseline_name"] = baseline_name or baseline.get("run")
+    return ctx
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+def _fmt(x: Any, digits: int = 2) -> str:
+    x = _num(x)
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def _signed(x: Any, digits: int = 3) -> str:
+    x = _num(x)
+    return "–" if x is None else f"{x:+.{digits}f}"
+
+
+def _compact(x: Any) -> str:
+    """Token counts for narrow cells: 760, 20.4k, 1.2M."""
+    x = _num(x)
+    if x is None:
+        return "–"
+    for div, unit in ((1e6, "M"), (1e3, "k")):
+        if abs(x) >= div:
+            v = x / div
+            return f"{v:.1f}{unit}" if v < 100 else f"{v:.0f}{unit}"
+    return f"{x:.0f}"
+
+
+def _ratio(x: Any) -> str:
+    x = _num(x)
+    return "–" if x is None else (f"{x:.0f}×" if x >= 10 else f"{x:.1f}×")
+
+
+def _when(iso: Any) -> str:
+    """An ISO timestamp as `2026-11-29 22:39 UTC` (as given when it does not parse)."""
+    if not iso:
+        return "–"
+    try:
+        t = _dt.datetime.fromisoformat(str(iso))
+    except ValueError:
+        return str(iso)
+    if t.tzinfo is not None:
+        t = t.astimezone(_dt.timezone.utc)
+        return t.strftime("%Y-%m-%d %H:%M UTC")
+    return t.strftime("%Y-%m-%d %H:%M")
+
+
+def _capitalize_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _thousands(x: Any) -> str:
+    x = _num(x)
+    return "–" if x is None else f"{x:,.0f}"
+
+
+def environment() -> jinja2.Environment:
+    """The jinja2 environment of the report: autoescaping on for every template."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        autoescape=True,  # every template, whatever its name: .html.j2 is not in select_autoescape's list
+        # optional keys of results written by older or other tools render as absent, not as errors
+        undefined=jinja2.ChainableUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(fmt=_fmt, signed=_signed, thousands=_thousands, when=_when, compact=_compact, ratio=_ratio, capitalize_first=_capitalize_first)
+    env.globals.update(sample_id=_sample_id)
+    return env
+
+
+def _assets() -> dict[str, Any]:
+    """The inline stylesheet and script, and the script's CSP hash (so that no other script,
+    should one ever be injected, could run)."""
+    css = (TEMPLATES / "report.css").read_text(encoding="utf-8")
+    script = (TEMPLATES / "report.js").read_text(encoding="utf-8")
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return {"css": Markup(css), "script": Markup(script), "script_hash": f"sha256-{digest}"}
+
+
+def render_html(context: dict[str, Any]) -> str:
+    """The page for a context from `build_context`."""
+    results = context.get("results")
+    run = (results or {}).get("run") or ""
+    title = f"compaction-eval · {run}" if run else "compaction-eval report"
+    return environment().get_template("report.html.j2").render(**_assets(), title=title, **context)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def render_report(
+    run_dir: Path,
+    *,
+    baseline: Path | None = None,
+    out: Path | None = None,
+    traces: list[str] | None = None,
+    labels: list[str] | None = None,
+) -> Path:
+    """Write the HTML report of a run directory and return its path.
+
+    Args:
+        run_dir: a run directory with results.json and/or horizon.json.
+        baseline: another run directory (or results.json) to compare with: adds the
+            paired comparison and the gate verdict. Runs on different corpora are not
+            compared; the page says why.
+        out: where to write (default run_dir/report.html).
+        traces, labels: where the run's traces and labels are, for fact text and source
+            excerpts (default: the paths in the run's config).
+
+    Raises ContractError when the directory holds no results.
+    """
+    run_dir = Path(run_dir)
+    has_results = (run_dir / RESULTS_FILE).exists() or run_dir.is_file()
+    horizon = read_horizon(run_dir) if run_dir.is_dir() else None
+    if not has_results and horizon is None:
+        raise ContractError([Problem(str(run_dir), "", f"no {RESULTS_FILE} or {HORIZON_FILE}: not a run directory")])
+    results = read_results(run_dir) if has_results else None
+    base = read_results(baseline) if baseline is not None else None
+    corpus = load_source_corpus(results, run_dir, traces, labels) if results else None
+    context = build_context(
+        results, horizon=horizon, baseline=base, baseline_name=str(baseline) if baseline else None, corpus=corpus
+    )
+    target = Path(out) if out is not None else (run_dir if run_dir.is_dir() else run_dir.parent) / REPORT_FILE
+    _write_atomic(target, render_html(context))
+    return target
