@@ -46,9 +46,11 @@ def test_both_shapes_carry_the_same_span(real_trace, prompts):
     chat = build_request(real_trace, split, prompts["handoff"], budget=500, shape="messages", focus=None)
     assert chat[0].role == "system" and isinstance(chat[-1], ChatMessageUser)
     assert "<conversation>" not in chat[-1].text and "500 tokens" in chat[-1].text
-    # a command from the middle of the span appears in both shapes
-    probe = real_trace.texts[split.tail_start - 1][:60]
-    assert probe in inline[0].text and any(probe in m.text for m in chat)
+    # the request and a command from the end of the span appear in both shapes; the tail does not
+    for probe in (real_trace.texts[0][:60], real_trace.texts[split.tail_start - 1][:60]):
+        assert probe in inline[0].text and any(probe in m.text for m in chat)
+    tail_probe = real_trace.texts[split.tail_start + 1][:60]
+    assert tail_probe not in inline[0].text
 
 
 def test_messages_shape_shares_its_prefix_across_prompts(real_trace, prompts):
@@ -100,5 +102,5 @@ def test_context_is_head_summary_anchor_tail(real_trace, prompts):
     # the summarised middle is not in the context verbatim
     middle_text = real_trace.texts[result.split.head_end + 1][:80]
     assert middle_text not in ctx
-    assert result.span_tokens == sum(real_trace.token_counts[i] for i in result.split.middle)
+    assert result.span_tokens == sum(real_trace.token_counts[i] for i in result.split.summarised)
     assert result.context_tokens < result.history_tokens

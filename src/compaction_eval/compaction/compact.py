@@ -28,7 +28,7 @@ class Compacted:
         summary: the model's summary, cut to the budget.
         context: the whole compacted context as text (head, summary, anchor, tail).
         split: where the history was cut.
-        span_tokens: tokens of the middle span that was summarised.
+        span_tokens: tokens of the messages the model summarised (split.summarised).
         summary_tokens: tokens of `summary` (at most the budget).
         raw_summary_tokens: tokens the model produced before the budget was enforced.
         history_tokens: tokens of messages[0:at] plus the system prompt.
@@ -59,7 +59,7 @@ def build_request(
     trace: Trace, split: Split, candidate: Candidate, *, budget: int, shape: Shape, focus: str | None
 ) -> list:
     """The messages sent to the compaction model for one sample."""
-    span = [trace.messages[i] for i in split.middle]
+    span = [trace.messages[i] for i in split.summarised]
     if shape == "inline":
         return [ChatMessageUser(content=candidate.render(budget=budget, span=render_span_text(span), focus=focus))]
     # Conversation first and identical across prompts, instruction last: the provider's
@@ -94,7 +94,7 @@ async def compact_sample(
     focus: str | None = None,
     cache: bool = False,
 ) -> Compacted:
-    """Summarise the middle of messages[0:at] with `candidate` and assemble the context.
+    """Summarise messages[0:at] up to the tail with `candidate` and assemble the context.
 
     Args:
         model: the compaction model.
@@ -123,7 +123,7 @@ async def compact_sample(
         summary=summary,
         context=context,
         split=split,
-        span_tokens=sum(trace.token_counts[i] for i in split.middle),
+        span_tokens=sum(trace.token_counts[i] for i in split.summarised),
         summary_tokens=count_tokens(summary),
         raw_summary_tokens=raw_tokens,
         history_tokens=count_tokens(trace.system) + sum(trace.token_counts[:at]),

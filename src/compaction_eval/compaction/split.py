@@ -23,7 +23,19 @@ class Split:
 
     @property
     def middle(self) -> range:
+        """What the compacted context replaces by the summary."""
         return range(self.head_end, self.tail_start)
+
+    @property
+    def summarised(self) -> range:
+        """What the compaction model reads: everything before the tail, head included.
+
+        The head stays verbatim in the context anyway, but a summariser that sees the
+        request can carry intent and constraints on its own (inspect's CompactionSummary
+        and Claude Code's compaction also read the whole conversation), and the summary
+        alone is what survives a loop that later loses its head.
+        """
+        return range(0, self.tail_start)
 
 
 def _opens_with_tool_result(message: dict) -> bool:
