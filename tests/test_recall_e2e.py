@@ -56,7 +56,12 @@ def test_results_follow_the_contract(small_run):
     assert len(results["samples"]) == 2 * 2 * 2  # traces x points x prompts
     for s in results["samples"]:
         assert {"trace", "point", "prompt", "recall", "precision", "facts", "avoid"} <= set(s)
-        assert 0 <= s["recall"] <= s["context_recall"] <= 1
+        assert 0 <= s["recall"] <= 1 and 0 <= s["context_recall"] <= 1
+        # the context holds the summary: an exact fact the summary keeps, the context keeps
+        in_context = {f["id"]: f["kept"] for f in s["context"]["facts"]}
+        assert all(in_context[f["id"]] for f in s["facts"] if f["kept"] and f["matcher"] == "literal")
+        # facts only in the verbatim tail are the context's job, not the summary's
+        assert not set(s["tail_only_facts"]) & {f["id"] for f in s["facts"]}
         assert s["summary_tokens"] <= s["budget"]
         for f in s["facts"]:
             assert {"id", "category", "kept", "matcher", "evidence"} <= set(f)

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from inspect_ai.model import get_model
 from inspect_ai.scorer import Score, Scorer, mean, scorer, stderr
 from inspect_ai.solver import TaskState
 
-from ..labels import EXACT_CATEGORIES
+from ..labels import EXACT_CATEGORIES, Labels
 from ..matching.judge import judge_facts
 from ..scoring import score_summary
 from .compact_solver import STORE_KEY
 from .loading import labels_at, trace_at
 
 METRICS = ("recall", "precision", "context_recall", "compression", "critical_lost", "distortions")
+
+
+def summary_scope(labels: Labels, at: int, tail_start: int) -> Labels:
+    """`labels` without the facts whose every source lies in the verbatim tail."""
+    facts = tuple(f for f in labels.facts if not f.expected_at(at) or any(s < tail_start for s in f.source))
+    return replace(labels, facts=facts)
 
 
 @scorer(metrics={name: [mean(), stderr()] for name in METRICS})
@@ -30,14 +38,18 @@ def fact_recall(judge_model: str | None = None) -> Scorer:
         at = meta["point"]
         compacted = state.store.get(STORE_KEY)
         summary = compacted["summary"]
+        # The summary answers for the facts it could read: a fact established only in the
+        # verbatim tail is not its job (the context score counts it).
+        in_scope = summary_scope(labels, at, compacted["split"]["tail_start"])
         judged = None
         if judge_model:
             # exact categories stay literal: only meaning facts go to the judge
-            meaning = [f for f in labels.expected(at) if f.category not in EXACT_CATEGORIES]
+            meaning = [f for f in in_scope.expected(at) if f.category not in EXACT_CATEGORIES]
             judged = await judge_facts(get_model(judge_model), summary, meaning) if meaning else {}
-        on_summary = score_summary(summary, labels, trace, at, judged=judged)
+        on_summary = score_summary(summary, in_scope, trace, at, judged=judged)
         on_context = score_summary(compacted["context"], labels, trace, at)
         detail = on_summary.to_json()
+        detail["tail_only_facts"] = sorted({f.id for f in labels.expected(at)} - {f.id for f in in_scope.expected(at)})
         compression = compacted["span_tokens"] / max(compacted["summary_tokens"], 1)
         return Score(
             value={
