@@ -38,7 +38,7 @@ from .traces import Trace
 if TYPE_CHECKING:  # the judge imports inspect; scoring does not need it
     from .matching.judge import JudgeVerdict
 
-__all__ = ["AvoidVerdict", "Distortion", "FactVerdict", "SummaryScore", "score_summary"]
+__all__ = ["AvoidVerdict", "Distortion", "FactVerdict", "SummaryScore", "relevant_unit_flags", "score_summary"]
 
 
 @dataclass
@@ -228,27 +228,32 @@ def _recall_by_category(verdicts: list[FactVerdict], *, zero: bool) -> dict[str,
 
 
 def _relevant_units(text: SummaryText, index: SemanticIndex, facts: list[Fact]) -> int:
-    """Units that support some expected fact: they hold a literal key of one (a path,
-    symbol, number or error text; or a complete key set of an exact fact), or are similar to
-    one (RELEVANT_THRESHOLD; RELEVANT_WITH_KEY_THRESHOLD for a unit with one of its keys)."""
+    return sum(relevant_unit_flags(text, index, facts))
+
+
+def relevant_unit_flags(text: SummaryText, index: SemanticIndex, facts: list[Fact]) -> list[bool]:
+    """Per unit of `text`, whether it supports some expected fact: it holds a literal key of
+    one (a path, symbol, number or error text; or a complete key set of an exact fact), or is
+    similar to one (RELEVANT_THRESHOLD; RELEVANT_WITH_KEY_THRESHOLD for a unit with one of its
+    keys). `index` must have the facts as its first rows."""
     if not text.units or not facts:
-        return 0
+        return [False] * len(text.units)
     exact_keys = {k for f in facts for ks in f.key_sets for k in ks if is_exact_key(k)}
     exact_sets = [ks for f in facts if f.category in EXACT_CATEGORIES for ks in f.key_sets]
     sims = index.sim[: len(facts), : len(text.units)]
-    count = 0
+    flags = []
     for i, unit in enumerate(text.units_norm):
         column = sims[:, i]
         if column.max(initial=0.0) >= RELEVANT_THRESHOLD:
-            count += 1
+            flags.append(True)
         elif any(find_key(unit, k) for k in exact_keys) or any(all(find_key(unit, k) for k in ks) for ks in exact_sets):
-            count += 1
-        elif any(
-            column[r] >= RELEVANT_WITH_KEY_THRESHOLD and any(has_key(unit, k, True) for ks in f.key_sets for k in ks)
-            for r, f in enumerate(facts)
-        ):
-            count += 1
-    return count
+            flags.append(True)
+        else:
+            flags.append(any(
+                column[r] >= RELEVANT_WITH_KEY_THRESHOLD and any(has_key(unit, k, True) for ks in f.key_sets for k in ks)
+                for r, f in enumerate(facts)
+            ))
+    return flags
 
 
 def _avoid_verdict(item: AvoidItem, text: SummaryText, index: SemanticIndex, row: int | None, n_facts: int) -> AvoidVerdict:

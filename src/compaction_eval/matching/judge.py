@@ -3,7 +3,8 @@
 One generate call per sample lists every fact; the model answers a JSON list
 `[{"id", "kept", "quote", "reason"}]`. A verdict is only trusted as far as its quote: a
 `kept` verdict whose quote does not occur in the summary (whitespace-folded,
-case-insensitive) counts as not kept, so a judge cannot keep a fact on an invented phrase.
+case-insensitive) counts as not kept, so a judge cannot keep a fact on an invented phrase;
+nor does one whose quote contradicts the fact (negates it, or reports the opposite outcome).
 Runs through inspect (`inspect_ai.model.Model`), so real runs use `anthropic/<model>` and
 tests use `mockllm/model`.
 """
@@ -18,8 +19,9 @@ from typing import Any
 
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, Model
 
-from ..labels import Fact
+from ..labels import EXACT_CATEGORIES, Fact
 from .normalize import normalize
+from .semantic import OUTCOME_CATEGORIES, _outcome_sign, negation_conflict, outcome
 
 
 @dataclass
@@ -88,6 +90,7 @@ def verdicts_from_text(text: str, summary: str, facts: Sequence[Fact]) -> dict[s
     """Parse and check a judge answer (see `judge_facts`)."""
     items = parse_judge_output(text)
     wanted = {f.id for f in facts}
+    by_id = {f.id: f for f in facts}
     folded_summary = normalize(summary)
     out: dict[str, JudgeVerdict] = {}
     for item in items:
@@ -101,10 +104,27 @@ def verdicts_from_text(text: str, summary: str, facts: Sequence[Fact]) -> dict[s
             kept, reason = False, f"no quote given (judge said kept: {reason})"
         elif kept and normalize(quote) not in folded_summary:
             kept, reason = False, f"quote not found in the summary (judge said kept: {reason})"
+        elif kept and contradicts(by_id[fid], quote):
+            kept, reason = False, f"quote contradicts the fact (judge said kept: {reason})"
         out[fid] = JudgeVerdict(kept=kept, quote=quote, reason=reason)
     for fid in wanted - out.keys():
         out[fid] = JudgeVerdict(kept=False, quote="", reason="the judge gave no verdict for this fact")
     return out
+
+
+def contradicts(fact: Fact, quote: str) -> bool:
+    """The judge's own evidence says the opposite of the fact: it negates what the fact
+    asserts, or reports the opposite outcome of an attempt or decision (the offline checks
+    of `semantic`, applied to the quote). A judge that keeps "the revert worked" for "the
+    revert broke 6 tests" is overruled by its quote."""
+    if fact.category in EXACT_CATEGORIES:
+        return False
+    if negation_conflict(fact.text, quote):
+        return True
+    if fact.category in OUTCOME_CATEGORIES:
+        want, got = _outcome_sign(outcome(fact.text)), _outcome_sign(outcome(quote))
+        return want != 0 and got == -want
+    return False
 
 
 def parse_judge_output(text: str) -> list[dict[str, Any]]:
@@ -163,4 +183,4 @@ def _clean_quote(value: Any) -> str:
     return quote.strip()
 
 
-__all__ = ["JudgeOutputError", "JudgeVerdict", "build_prompt", "judge_facts", "parse_judge_output", "verdicts_from_text"]
+__all__ = ["JudgeOutputError", "JudgeVerdict", "build_prompt", "contradicts", "judge_facts", "parse_judge_output", "verdicts_from_text"]

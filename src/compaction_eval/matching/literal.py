@@ -215,11 +215,40 @@ class LiteralResult:
 
 
 def literal_match(fact: Fact, summary: SummaryText) -> LiteralResult:
-    """The exact rule of DESIGN.md 4 for artifact / number / bug facts."""
+    """The exact rule of DESIGN.md 4 for artifact / number / bug facts.
+
+    A symbol key the fact qualifies (`MathMLPresentationPrinter._print_Symbol`) that the
+    summary only names under another qualifier (`MathMLContentPrinter._print_Symbol`) is
+    another symbol: missing (gold set, labels/gold: a near-miss of the right method name).
+    """
     hit = match_key_sets(summary, fact.key_sets)
     if hit:
-        return LiteralResult(True, summary.evidence(hit[1]), keys=hit[0])
+        wrong = [k for k in hit[0] if wrong_qualifier(fact.text, summary.norm, k)]
+        if not wrong:
+            return LiteralResult(True, summary.evidence(hit[1]), keys=hit[0])
+        return LiteralResult(False, None, missing=tuple(wrong))
     return LiteralResult(False, None, missing=tuple(missing_keys(summary, fact.key_sets)))
+
+
+_QUALIFIED = r"([a-z_][a-z0-9_]*)\.{key}(?![\w])"
+
+
+def wrong_qualifier(fact_text: str, summary_norm: str, key: str) -> bool:
+    """True when the fact names `key` as `Owner.key`, and the summary names it only with
+    other owners (`Other.key`), never as `Owner.key` nor bare."""
+    k = normalize(key)
+    if not is_symbol_key(key) or "." in k:
+        return False
+    pattern = re.compile(_QUALIFIED.format(key=re.escape(k)))
+    owners = {m.group(1) for m in pattern.finditer(normalize(fact_text))}
+    if not owners:
+        return False
+    found = list(pattern.finditer(summary_norm))
+    if not found or any(m.group(1) in owners for m in found):
+        return False
+    # a bare mention (not preceded by a dot) is the fact's own symbol, unqualified
+    bare = re.search(rf"(?<![\w.]){re.escape(k)}(?![\w])", summary_norm)
+    return bare is None
 
 
 # ---------------------------------------------------------------------------- the history, once per (trace, at)
@@ -527,6 +556,7 @@ __all__ = [
     "is_exact_key",
     "key_pattern",
     "literal_match",
+    "wrong_qualifier",
     "match_key_sets",
     "missing_keys",
     "near_misses",
