@@ -312,7 +312,7 @@ def test_import_files_refuses_duplicate_ids(tmp_path):
 
 def test_real_labels_exist_for_varied_repositories():
     repos = {p.name.split("__")[0] for p in REAL_LABELS}
-    assert len(REAL_LABELS) >= 4 and {"django", "sympy", "sphinx-doc"} <= repos
+    assert len(REAL_LABELS) >= 15 and {"django", "sympy", "sphinx-doc"} <= repos
     assert repos & {"pytest-dev", "pylint-dev"}
 
 
@@ -345,3 +345,115 @@ def test_lint_catches_a_key_missing_from_the_history(tmp_path):
     trace = trace_from_json(convert(MINI_SWE / "sympy__sympy-15976.traj.json"))
     problems = lint_against_trace(load_labels(broken), trace)
     assert [p.place for p in problems] == [problems[0].place] and "keys[0]" in problems[0].place
+
+
+# ------------------------------------------------------------------ Claude Code transcripts
+
+IMPORTER_DATA = ROOT / "tests" / "data" / "importers"
+CLAUDE_SAMPLE = IMPORTER_DATA / "claude-code-session.jsonl"
+INSPECT_SAMPLE = IMPORTER_DATA / "inspect-tool-run.eval"
+
+
+def test_claude_code_main_thread_merged_and_paired():
+    [trace] = convert_all(CLAUDE_SAMPLE)
+    assert validate_trace(trace, "t") == []
+    assert trace["id"] == "7f3c2a10-5b1e-4c2d-9a8e-0d4b6c1e2f33" and trace["source"]["kind"] == "claude-code"
+    shapes = [(m["role"], [b["type"] for b in m["content"]]) for m in trace["messages"]]
+    assert shapes == [
+        ("user", ["text"]),
+        ("assistant", ["thinking", "text", "tool_use"]),  # three events of msg_01A, one message
+        ("user", ["tool_result"]),
+        ("assistant", ["text", "tool_use", "tool_use"]),  # parallel calls of msg_01B
+        ("user", ["tool_result", "tool_result"]),          # two result events, one turn
+        ("assistant", ["tool_use"]),
+        ("user", ["tool_result"]),
+        ("assistant", ["text"]),
+    ]
+    text = "\n".join(message_text(m) for m in trace["messages"])
+    assert "rewrite the whole billing module" not in text  # the abandoned branch
+    assert "Found it in proration.py" not in text          # the sub-agent's sidechain
+    assert "Decimal('1324.50')" in text and "end exclusive (since #877)" in text
+    assert trace["messages"][2]["content"][0]["is_error"] is True
+    meta = trace["metadata"]
+    assert meta["sidechain_events_skipped"] == 2 and meta["other_branch_events_skipped"] == 1
+    assert meta["summaries"] == ["Fix proration off-by-one in billing"] and meta["cwd"] == "/home/dev/ledgerline"
+
+
+def test_claude_code_unanswered_tool_use_gets_an_error_result(tmp_path):
+    lines = CLAUDE_SAMPLE.read_text().splitlines()
+    # Cut the transcript right after the Edit call: its result never arrived.
+    cut = [ln for ln in lines if json.loads(ln).get("uuid") not in ("u-12", "u-13")]
+    path = tmp_path / "cut.jsonl"
+    path.write_text("\n".join(cut) + "\n")
+    [trace] = convert_all(path)
+    last = trace["messages"][-1]
+    assert last["role"] == "user" and last["content"][0]["is_error"] and trace["metadata"]["unanswered_tool_uses"] == 1
+
+
+@pytest.mark.parametrize("content,place", [
+    ('{"type": "user", "uuid": "a", "parentUuid": null, "message": {"role": "user", "content": "hi"}}\n{"type": "assi',
+     "line 2, column"),
+    ('{"type": "user", "uuid": "a", "parentUuid": "zzz", "message": {"role": "user", "content": "hi"}}\n', "line 1"),
+    ('[1, 2]\n', "line 1"),
+    ('\n\n', ""),
+])
+def test_claude_code_corrupt_input_is_located_and_writes_nothing(tmp_path, content, place):
+    path = tmp_path / "session.jsonl"
+    path.write_text(content)
+    out = tmp_path / "out"
+    with pytest.raises(ContractError) as exc:
+        import_files([path], None, out)
+    assert str(exc.value).startswith(f"{path}: {place}") and "\n" not in str(exc.value)
+    assert not out.exists()
+
+
+def test_claude_code_named_format_on_other_jsonl_is_refused(tmp_path):
+    path = tmp_path / "log.jsonl"
+    path.write_text('{"level": "info", "msg": "started"}\n')
+    with pytest.raises(ContractError, match="not a Claude Code transcript"):
+        convert_all(path, "claude-code")
+
+
+# ------------------------------------------------------------------ inspect eval logs
+
+
+def test_inspect_log_samples_become_traces():
+    traces = convert_all(INSPECT_SAMPLE)
+    assert sorted(t["id"] for t in traces) == ["config_lookup-region", "config_lookup-retry"]
+    retry = next(t for t in traces if t["id"] == "config_lookup-retry")
+    assert validate_trace(retry, "t") == []
+    assert retry["system"].startswith("You answer from the config")
+    shapes = [(m["role"], [b["type"] for b in m["content"]]) for m in retry["messages"]]
+    assert shapes == [("user", ["text"]), ("assistant", ["text", "tool_use"]), ("user", ["tool_result"]),
+                      ("assistant", ["text"])]
+    use = retry["messages"][1]["content"][1]
+    assert use["name"] == "lookup" and use["input"] == {"key": "retry_limit"}
+    assert retry["messages"][2]["content"][0] == {"type": "tool_result", "tool_use_id": use["id"], "content": "347",
+                                                  "is_error": False}
+    assert retry["source"]["model"] == "mockllm/model" and retry["metadata"]["scores"]
+
+
+def test_inspect_log_json_form_is_detected(tmp_path):
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    path = tmp_path / "run.json"
+    write_eval_log(read_eval_log(str(INSPECT_SAMPLE)), str(path), format="json")
+    assert [t["messages"] for t in convert_all(path)] == [t["messages"] for t in convert_all(INSPECT_SAMPLE)]
+
+
+def test_inspect_log_corrupt_input_is_located_and_writes_nothing(tmp_path):
+    bad = tmp_path / "broken.eval"
+    bad.write_bytes(INSPECT_SAMPLE.read_bytes()[:600])  # a truncated zip
+    out = tmp_path / "out"
+    with pytest.raises(ContractError) as exc:
+        import_files([CLAUDE_SAMPLE, bad], None, out)
+    assert str(exc.value).startswith(f"{bad}: not a readable inspect eval log") and "\n" not in str(exc.value)
+    assert not out.exists()
+
+
+def test_unknown_file_kind_is_located(tmp_path):
+    path = tmp_path / "trace.txt"
+    path.write_text("hello")
+    with pytest.raises(ContractError, match=r"trace\.txt"):
+        import_files([path], None, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

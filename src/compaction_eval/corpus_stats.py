@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 from .corpus import Corpus
+from .labels import CATEGORIES
 
 
 def corpus_stats(corpus: Corpus) -> dict[str, Any]:
@@ -25,3 +26,53 @@ def corpus_stats(corpus: Corpus) -> dict[str, Any]:
         "unlabelled_traces": len(corpus.traces) - len(traces),
         "skipped_files": [str(p) for p in corpus.skipped],
     }
+
+
+def _group(corpus: Corpus, tids: list[str]) -> dict[str, Any]:
+    facts = Counter(f.category for tid in tids for f in corpus.labels[tid].facts)
+    tokens = [sum(corpus.traces[tid].token_counts) for tid in tids]
+    return {
+        "traces": len(tids),
+        "points": sum(len(corpus.labels[tid].points) for tid in tids),
+        "messages": sum(len(corpus.traces[tid].messages) for tid in tids),
+        "tokens": sum(tokens),
+        "tokens_min": min(tokens, default=0),
+        "tokens_max": max(tokens, default=0),
+        "facts": sum(facts.values()),
+        "critical": sum(f.critical for tid in tids for f in corpus.labels[tid].facts),
+        "avoid": sum(len(corpus.labels[tid].avoid) for tid in tids),
+        "facts_by_category": {c: facts.get(c, 0) for c in CATEGORIES},
+    }
+
+
+def corpus_table(corpus: Corpus) -> dict[str, Any]:
+    """Statistics split by origin: `synthetic` (labelled_by generator), `real` (human or
+    draft labels on imported traces) and `all`."""
+    labelled = sorted(corpus.labels)
+    synthetic = [t for t in labelled if corpus.labels[t].labelled_by == "generator"]
+    real = [t for t in labelled if corpus.labels[t].labelled_by != "generator"]
+    return {
+        "groups": {"synthetic": _group(corpus, synthetic), "real": _group(corpus, real),
+                   "all": _group(corpus, labelled)},
+        "drafts": sum(corpus.labels[t].labelled_by == "draft" for t in labelled),
+        "unlabelled_traces": len(corpus.traces) - len(labelled),
+        "skipped_files": [str(p) for p in corpus.skipped],
+    }
+
+
+def format_corpus_table(table: dict[str, Any]) -> str:
+    """The table as aligned text: one row per origin, one column per number and category."""
+    cats = list(CATEGORIES)
+    head = ["corpus", "traces", "tokens", "min", "max", "points", "facts", "crit", "avoid", *cats]
+    rows = [head]
+    for name, g in table["groups"].items():
+        rows.append([name, g["traces"], g["tokens"], g["tokens_min"], g["tokens_max"], g["points"], g["facts"],
+                     g["critical"], g["avoid"], *(g["facts_by_category"][c] for c in cats)])
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(head))]
+    lines = ["  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w) for i, (v, w) in enumerate(zip(r, widths)))
+             for r in rows]
+    if table["drafts"]:
+        lines.append(f"({table['drafts']} labels file(s) are unchecked drafts)")
+    if table["unlabelled_traces"]:
+        lines.append(f"({table['unlabelled_traces']} trace(s) have no labels)")
+    return "\n".join(lines)

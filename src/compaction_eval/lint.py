@@ -30,3 +30,23 @@ def lint(paths: list[Path], trace_dirs: list[Path]) -> tuple[int, int, list[Prob
         if p.is_file() and p not in known
     ]
     return len(traces) - len(set(corpus.skipped) & set(traces)), len(labels), problems, corpus.skipped
+
+
+def draft_warnings(paths: list[Path]) -> list[str]:
+    """One warning per labels file under `paths` still marked `labelled_by: draft` (proposed by
+    `labels draft`, not yet checked by a person). Warnings, not problems: lint still passes."""
+    import yaml
+
+    out = []
+    try:
+        files = label_paths(paths)
+    except ContractError:
+        return out
+    for f in files:
+        try:
+            data = yaml.safe_load(f.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError):
+            continue  # reported as a problem by lint()
+        if isinstance(data, dict) and data.get("labelled_by") == "draft":
+            out.append(f"warning: {f}: labelled_by: draft: unchecked candidate facts; review them and set labelled_by: human")
+    return out

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..traces import read_json_file
-from . import anthropic_messages, mini_swe_agent, openai_chat
+from . import anthropic_messages, claude_code, inspect_log, mini_swe_agent, openai_chat
 from .common import fail
 
 
@@ -49,7 +49,14 @@ FORMATS: dict[str, Importer] = {
                  "Anthropic Messages JSON ({system?, messages, tools?} or a list of messages)"),
     )
 }
-ALIASES = {"mini-swe-agent-1": mini_swe_agent.NAME, "openai": openai_chat.NAME, "anthropic-messages": anthropic_messages.NAME}
+ALIASES = {"mini-swe-agent-1": mini_swe_agent.NAME, "openai": openai_chat.NAME, "anthropic-messages": anthropic_messages.NAME,
+           "claude": claude_code.NAME, "inspect": inspect_log.NAME, "inspect-ai": inspect_log.NAME}
+# Formats that are not one JSON document: read from the file by their own importer.
+FILE_FORMATS: dict[str, tuple[Callable[[Path], list[dict[str, Any]]], str]] = {
+    claude_code.NAME: (claude_code.convert_file, "Claude Code session transcript (~/.claude/projects/<project>/<session>.jsonl)"),
+    inspect_log.NAME: (inspect_log.convert_file, "inspect-ai eval log (.eval, or .json); one trace per sample"),
+}
+ALL_FORMATS = (*FORMATS, *FILE_FORMATS)
 
 
 def detect_format(data: Any) -> str | None:
@@ -62,7 +69,7 @@ def detect_format(data: Any) -> str | None:
 
 def resolve_format(fmt: str | None, data: Any, path: Path) -> str:
     """The importer name for `fmt` (or the detected one); ContractError naming the file otherwise."""
-    known = ", ".join(FORMATS)
+    known = ", ".join(ALL_FORMATS)
     if fmt is None:
         detected = detect_format(data)
         if detected is None:
@@ -79,10 +86,22 @@ def convert_all(path: Path | str, fmt: str | None = None) -> list[dict[str, Any]
 
     Args:
         path: the source file (`.json` or `.json.gz`).
-        fmt: a name from FORMATS (or an alias); None detects it from the file's shape.
+        fmt: a name from ALL_FORMATS (or an alias); None detects it: `.jsonl` is a Claude
+            Code transcript, `.eval` (or JSON with `eval` and `version`) an inspect log, other
+            JSON by its shape.
     """
     path = Path(path)
+    name = ALIASES.get(fmt, fmt) if fmt else None
+    if name is None:
+        if path.suffix == ".jsonl":
+            name = claude_code.NAME
+        elif path.suffix == ".eval":
+            name = inspect_log.NAME
+    if name in FILE_FORMATS:
+        return FILE_FORMATS[name][0](path)
     data = read_json_file(path)
+    if name is None and inspect_log.is_log_json(data):
+        return inspect_log.convert_file(path)
     return FORMATS[resolve_format(fmt, data, path)].convert(data, path)
 
 
@@ -105,4 +124,4 @@ def convert(path: Path | str, fmt: str | None = None, sample: int | None = None)
     return traces[sample]
 
 
-__all__ = ["FORMATS", "ALIASES", "Importer", "convert", "convert_all", "detect_format", "resolve_format"]
+__all__ = ["ALL_FORMATS", "FILE_FORMATS", "FORMATS", "ALIASES", "Importer", "convert", "convert_all", "detect_format", "resolve_format"]

@@ -1,4 +1,4 @@
-"""`python -m compaction_eval.synth --out-traces fixtures/traces --out-labels labels [--seed 0]`.
+"""`python -m compaction_eval.synth [--corpus default|large] --out-traces DIR --out-labels DIR [--seed 0]`.
 
 Writes the default labelled corpus and prints one line per trace (messages, tokens, points).
 """
@@ -11,7 +11,7 @@ import time
 
 from ..tokens import count_many
 from ..traces import message_text
-from . import SPECS, write
+from . import CORPORA, write
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,11 +19,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-traces", required=True, help="directory for <id>.json.gz")
     parser.add_argument("--out-labels", required=True, help="directory for <id>.yaml")
     parser.add_argument("--seed", type=int, default=0, help="base seed; each trace's seed is seed*100 + its offset")
-    parser.add_argument("--only", action="append", choices=[s.trace_id for s in SPECS],
+    parser.add_argument("--corpus", choices=sorted(CORPORA), default="default",
+                        help="default: the 11 traces `compaction-eval run` evaluates; large: 42 traces of up to 200k tokens")
+    parser.add_argument("--only", action="append", choices=[s.trace_id for specs in CORPORA.values() for s in specs],
                         help="generate only this trace id (repeatable)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    written = write(args.out_traces, args.out_labels, seed=args.seed, only=set(args.only or ()))
+    written = write(args.out_traces, args.out_labels, seed=args.seed, only=set(args.only or ()), corpus=args.corpus)
     for trace_path, labels_path, st in written:
         messages = st.trace["messages"]
         tokens = sum(count_many([message_text(m) for m in messages]))

@@ -13,6 +13,7 @@ from datetime import date, timedelta
 from types import SimpleNamespace
 
 from ..build import SynthTrace, TraceBuilder
+from ..padding import PaddingPlan
 from ..tooloutput import (
     SourceFile, Vocab, env_dump, fake_aws_key_id, fake_live_token, git_log, ls_output, pytest_header,
     pytest_module, pytest_progress, pytest_summary, python_module, search, short_summary, split_total, stub_file,
@@ -279,11 +280,11 @@ VARIANTS = [
 ]
 
 
-def build(variant: int, seed: int, trace_id: str) -> SynthTrace:
+def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = None) -> SynthTrace:
     """One CI-broken trace for content `variant`, filler drawn from `seed`."""
     c = VARIANTS[variant]
     rng = random.Random(seed)
-    b = TraceBuilder(trace_id, family=FAMILY, variant=variant, seed=seed)
+    b = TraceBuilder(trace_id, family=FAMILY, variant=variant, seed=seed, padding=padding, vocab=c.vocab)
     pkg = c.project
     v = c.vocab
 
@@ -401,7 +402,7 @@ def build(variant: int, seed: int, trace_id: str) -> SynthTrace:
         ls_output(c.ls_entries))
     b.call(f"Reading the failing test file to see what {c.test_name} sets up.",
            "read_file", {"path": c.test_file}, test_file.numbered())
-    b.call(
+    s5 = b.call(
         f"The first failure is {c.test_name}. Running it alone with short tracebacks to get the exact error.",
         "run_tests", {"target": f"{c.test_file}::{c.test_name}", "args": "-x -q --tb=short -p no:randomly"},
         "\n".join([
@@ -418,7 +419,7 @@ def build(variant: int, seed: int, trace_id: str) -> SynthTrace:
                                f"src/{pkg}/export/rows.py", f"src/{pkg}/__init__.py", f"src/{pkg}/admin/actions.py",
                                "tests/api/test_views.py"],
                        n_other=rng.randint(24, 34), templates=lambda: usage_lines(rng, c.symbol, c.symbol_module, v)))
-    b.fact("failing-error", "bug", c.bug_text, c.bug_keys, [s6.assistant - 1, s6.assistant], critical=True)
+    b.fact("failing-error", "bug", c.bug_text, c.bug_keys, [s5.result, s6.assistant], critical=True)
 
     b.call(f"The definition lives in {c.root_file}. Reading the whole module.",
            "read_file", {"path": c.root_file}, root.numbered())

@@ -13,6 +13,7 @@ import random
 from types import SimpleNamespace
 
 from ..build import SynthTrace, TraceBuilder
+from ..padding import PaddingPlan
 from ..tooloutput import (
     SourceFile, Vocab, fake_live_token, grep_output, pytest_header, pytest_module, pytest_progress, pytest_summary,
     python_module, python_traceback, real_hits, short_summary, split_total, synthetic_hits, traceback_frames,
@@ -266,11 +267,11 @@ VARIANTS = [
 ]
 
 
-def build(variant: int, seed: int, trace_id: str) -> SynthTrace:
+def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = None) -> SynthTrace:
     """One dependency-upgrade trace for content `variant`, filler drawn from `seed`."""
     c = VARIANTS[variant]
     rng = random.Random(seed)
-    b = TraceBuilder(trace_id, family=FAMILY, variant=variant, seed=seed)
+    b = TraceBuilder(trace_id, family=FAMILY, variant=variant, seed=seed, padding=padding, vocab=c.vocab)
     v, svc = c.vocab, c.svc
     req_line = f"{c.pip_name}=={c.old}"
 

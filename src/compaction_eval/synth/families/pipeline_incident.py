@@ -15,6 +15,7 @@ import re
 from types import SimpleNamespace
 
 from ..build import SynthTrace, TraceBuilder
+from ..padding import PaddingPlan
 from ..tooloutput import (
     SourceFile, Vocab, env_dump, fake_aws_key_id, fake_live_token, git_log, grep_output, pytest_module,
     pytest_progress, pytest_summary, python_module, real_hits, sql_table, stub_file, unified_diff,
@@ -144,11 +145,11 @@ def _fmt(n: int) -> str:
     return f"{n:,}"
 
 
-def build(variant: int, seed: int, trace_id: str) -> SynthTrace:
+def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = None) -> SynthTrace:
     """One pipeline-incident trace for content `variant`, filler drawn from `seed`."""
     c = VARIANTS[variant]
     rng = random.Random(seed)
-    b = TraceBuilder(trace_id, family=FAMILY, variant=variant, seed=seed)
+    b = TraceBuilder(trace_id, family=FAMILY, variant=variant, seed=seed, padding=padding, vocab=c.vocab)
     v = c.vocab
     day_raw, day_dst = c.window[-1][1], c.window[-1][2]
     missing = day_raw - day_dst

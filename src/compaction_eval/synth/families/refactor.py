@@ -14,6 +14,7 @@ import re
 from types import SimpleNamespace
 
 from ..build import SynthTrace, TraceBuilder
+from ..padding import PaddingPlan
 from ..tooloutput import (
     SourceFile, Vocab, env_dump, fake_aws_key_id, fake_live_token, grep_output, ls_output, pytest_header,
     pytest_module, pytest_progress, pytest_summary, python_module, real_hits, short_summary, split_total,
@@ -66,11 +67,11 @@ def _refresh_block(c: SimpleNamespace) -> list[str]:
     ]
 
 
-def build(variant: int, seed: int, trace_id: str) -> SynthTrace:
+def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = None) -> SynthTrace:
     """One refactor trace for content `variant`, filler drawn from `seed`."""
     c = VARIANTS[variant]
     rng = random.Random(seed)
-    b = TraceBuilder(trace_id, family=FAMILY, variant=variant, seed=seed)
+    b = TraceBuilder(trace_id, family=FAMILY, variant=variant, seed=seed, padding=padding, vocab=c.vocab)
     v, pkg = c.vocab, c.project
     word = rf"\b{c.old}\b"
 

@@ -14,6 +14,7 @@ import random
 from types import SimpleNamespace
 
 from ..build import SynthTrace, TraceBuilder
+from ..padding import PaddingPlan
 from ..tooloutput import (
     SourceFile, Vocab, env_dump, fake_live_token, grep_output, ls_output, pytest_module, pytest_progress,
     pytest_summary, python_module, python_traceback, real_hits, sql_table, unified_diff,
@@ -104,11 +105,11 @@ KEYSET_VIEW = [
 ]
 
 
-def build(variant: int, seed: int, trace_id: str) -> SynthTrace:
+def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = None) -> SynthTrace:
     """One support-thread trace for content `variant`, filler drawn from `seed`."""
     c = VARIANTS[variant]
     rng = random.Random(seed)
-    b = TraceBuilder(trace_id, family=FAMILY, variant=variant, seed=seed)
+    b = TraceBuilder(trace_id, family=FAMILY, variant=variant, seed=seed, padding=padding, vocab=c.vocab)
     v, pkg = c.vocab, c.project
     rows = f"{c.rows:,}"
 
