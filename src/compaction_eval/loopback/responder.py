@@ -1,0 +1,133 @@
+"""Deterministic answers to Messages API requests.
+
+A request is flattened to inspect chat messages and then to (conversation, instruction) by
+`models.transcript.split_request`, exactly as the offline extractive provider sees it, and
+answered by `models.summarise.summarise` within `max_tokens`. A request that offers tools
+and whose last user text has a line `CALL <tool> <json arguments>` is answered with that
+tool call; a request whose tools belong to a long-horizon world (the workspace tag in their
+descriptions) is answered by the offline scripted agent, `models.scripted`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageTool, ChatMessageUser
+from inspect_ai.tool import ToolCall
+
+from ..models.summarise import summarise
+from ..models.transcript import split_request
+from ..tokens import count_tokens
+
+_CALL = re.compile(r"^CALL (\S+) (\{.*\})\s*$", re.MULTILINE)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content or []:
+        if isinstance(block, dict) and block.get("type") == "text":
+            parts.append(block.get("text", ""))
+        elif isinstance(block, dict) and isinstance(block.get("content"), (str, list)):
+            parts.append(_text(block["content"]))
+    return "\n".join(parts)
+
+
+def to_chat_messages(request: dict[str, Any]) -> list[ChatMessage]:
+    """The request's system prompt and messages as inspect chat messages."""
+    out: list[ChatMessage] = []
+    names: dict[str, str] = {}  # tool_use id -> tool name, so results know their function
+    system = _text(request.get("system")) if request.get("system") else ""
+    if system:
+        out.append(ChatMessageSystem(content=system))
+    for message in request.get("messages") or []:
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+        if message.get("role") == "assistant":
+            text = "\n".join(b.get("text", "") or b.get("thinking", "") for b in blocks if b.get("type") in ("text", "thinking"))
+            calls = [
+                ToolCall(id=b["id"], function=b["name"], arguments=b.get("input") or {}) for b in blocks if b.get("type") == "tool_use"
+            ]
+            names.update((c.id, c.function) for c in calls)
+            out.append(ChatMessageAssistant(content=text, tool_calls=calls or None))
+            continue
+        prose: list[str] = []
+        for b in blocks:
+            if b.get("type") == "tool_result":
+                if prose:
+                    out.append(ChatMessageUser(content="\n".join(prose)))
+                    prose = []
+                tid = b.get("tool_use_id")
+                out.append(ChatMessageTool(content=_text(b.get("content")), tool_call_id=tid, function=names.get(tid)))
+            elif b.get("type") == "text":
+                prose.append(b.get("text", ""))
+        if prose:
+            out.append(ChatMessageUser(content="\n".join(prose)))
+    return out
+
+
+def request_key(request: dict[str, Any]) -> str:
+    """A short identity of what was asked (model, system, messages, max_tokens, tools)."""
+    ident = {k: request.get(k) for k in ("model", "system", "messages", "max_tokens", "tools")}
+    text = json.dumps(ident, sort_keys=True, ensure_ascii=False)
+    text = re.sub(r',?\s*"cache_control": \{[^}]*\}', "", text)  # markers are not the question
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _scripted(request: dict[str, Any]) -> tuple[str, list[ToolCall]] | None:
+    """The scripted agent's next action, when the request's tools belong to a world."""
+    from inspect_ai.tool import ToolInfo, ToolParams
+
+    from ..models.scripted import _world_from_tools, next_action
+
+    tools = []
+    for t in request.get("tools") or []:
+        try:
+            tools.append(ToolInfo(name=t["name"], description=t.get("description", ""),
+                                  parameters=ToolParams.model_validate(t.get("input_schema") or {})))
+        except (KeyError, ValueError):
+            continue
+    world = _world_from_tools(tools)
+    if world is None:
+        return None
+    return next_action(world, to_chat_messages(request), {t.name for t in tools})
+
+
+def answer(request: dict[str, Any], message_id: str) -> dict[str, Any]:
+    """A complete Messages API answer (without usage input fields; the server adds them)."""
+    budget = int(request.get("max_tokens") or 1024)
+    content: list[dict[str, Any]]
+    tool_names = {t.get("name") for t in request.get("tools") or []}
+    messages = request.get("messages") or []
+    last = messages[-1] if messages else {}
+    call = _CALL.search(_text(last.get("content"))) if last.get("role") == "user" else None
+    scripted = _scripted(request) if tool_names and not call else None
+    if call and call.group(1) in tool_names:
+        content = [{"type": "tool_use", "id": f"toolu_{message_id[4:]}", "name": call.group(1), "input": json.loads(call.group(2))}]
+        stop_reason, output_tokens = "tool_use", count_tokens(call.group(0))
+    elif scripted is not None:
+        text, calls = scripted
+        content = [{"type": "text", "text": text}] if text.strip() else []
+        content += [{"type": "tool_use", "id": c.id, "name": c.function, "input": c.arguments} for c in calls]
+        stop_reason = "tool_use" if calls else "end_turn"
+        output_tokens = count_tokens(json.dumps(content))
+    else:
+        split = split_request(to_chat_messages(request))
+        summary = summarise(split.conversation, split.instruction, budget)
+        content = [{"type": "text", "text": summary.text or "(nothing to summarise)"}]
+        stop_reason = "max_tokens" if summary.cut else "end_turn"
+        output_tokens = count_tokens(content[0]["text"])
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": request.get("model", "claude-test"),
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": {"output_tokens": output_tokens},
+    }
