@@ -14,3 +14,10 @@ def extractive() -> type[ModelAPI]:
     from .extractive import ExtractiveSummariser
 
     return ExtractiveSummariser
+
+
+@modelapi(name="scripted")
+def scripted() -> type[ModelAPI]:
+    from .scripted import ScriptedAgent
+
+    return ScriptedAgent

@@ -1,0 +1,121 @@
+"""Run the long-horizon suite through inspect and write `results/<run>/horizon.json`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..results import staged_run_dir, write_json_atomic
+from ..worlds import world_ids
+from .ablation import cache_ablation
+from .measure import config_summary, sample_record
+from .prices import PRICES, PriceTable, price_for
+
+SCHEMA = "compaction-eval/horizon@1"
+HORIZON_FILE = "horizon.json"
+LOG_SUBDIR = "horizon-logs"
+OFFLINE_AGENTS = ("scripted/",)
+DEFAULT_ALL_CONFIGS = ("baseline", "eviction", "full", "full-no-notes", "baseline-mutated", "inspect-edit", "inspect-trim", "inspect-summary", "inspect-auto")
+
+
+class HorizonFailed(RuntimeError):
+    """An inspect task of the suite ended with an error status."""
+
+
+@dataclass
+class HorizonConfig:
+    """What to run.
+
+    Args:
+        configs: configuration names (see policies.resolve).
+        worlds: world ids (None: all).
+        size: world size preset.
+        model: the agent model.
+        compactor: model of the `compactor` role (summaries of `full` and `inspect-summary`).
+        prompt, prompts_dir, budget, output_reserve: see tasks.long_horizon.
+        prices: price table; price_model: its entry (default: matched from `model`).
+        seconds_per_request: simulated time between requests for the cache TTL.
+        display: inspect display; max_samples: concurrent samples per task.
+    """
+
+    configs: list[str] = field(default_factory=lambda: list(DEFAULT_ALL_CONFIGS))
+    worlds: list[str] | None = None
+    size: str = "small"
+    model: str = "scripted/default"
+    compactor: str = "extractive/default"
+    prompt: str = "handoff"
+    prompts_dir: str = "prompts"
+    budget: int = 600
+    output_reserve: int = 512
+    prices: dict[str, PriceTable] = field(default_factory=lambda: dict(PRICES))
+    price_model: str | None = None
+    seconds_per_request: float = 5.0
+    display: str = "plain"
+    max_samples: int | None = None
+
+
+def run_horizon(config: HorizonConfig, out: Path, *, existing: bool = False) -> dict[str, Any]:
+    """Run every configuration over every world; write `out/horizon.json` and the logs.
+
+    Args:
+        out: the run directory; built atomically unless `existing` (then it must exist and
+            the file is added to it atomically, as `compaction-eval run` does).
+    """
+    if existing:
+        return _run_into(config, Path(out), Path(out))
+    with staged_run_dir(Path(out)) as staging:
+        return _run_into(config, staging, Path(out))
+
+
+def _run_into(config: HorizonConfig, directory: Path, final: Path) -> dict[str, Any]:
+    from inspect_ai import eval as inspect_eval
+
+    from ..tasks.long_horizon import long_horizon
+
+    ids = config.worlds or world_ids()
+    tasks = [
+        long_horizon(config=c, worlds=ids, size=config.size, prompt=config.prompt, prompts_dir=str(Path(config.prompts_dir).resolve()),
+                     budget=config.budget, output_reserve=config.output_reserve, compactor=config.compactor)
+        for c in config.configs
+    ]
+    log_dir = directory / LOG_SUBDIR
+    logs = inspect_eval(
+        tasks, model=config.model, model_roles={"compactor": config.compactor}, log_dir=str(log_dir),
+        display=config.display, max_samples=config.max_samples, max_tasks=1, fail_on_error=True, score_display=False,
+    )
+    failed = [f"{log.eval.task}: {log.status} ({log.error.message if log.error else 'no error message'})" for log in logs if log.status != "success"]
+    if failed:
+        raise HorizonFailed("long-horizon task(s) did not finish: " + "; ".join(failed))
+    price_name, price = (config.price_model, config.prices[config.price_model]) if config.price_model else price_for(config.model, config.prices)
+    summaries = []
+    for name, log in zip(config.configs, logs):
+        samples = [sample_record(s, price, seconds_per_request=config.seconds_per_request) for s in log.samples or []]
+        samples.sort(key=lambda s: s["world"] or "")
+        summary = config_summary(name, samples)
+        summary["inspect_log"] = str(Path(LOG_SUBDIR) / Path(log.location).name)
+        summaries.append(summary)
+    offline = config.model.startswith(OFFLINE_AGENTS)
+    results = {
+        "schema": SCHEMA,
+        "suite": "long_horizon",
+        "agent": config.model,
+        "offline_stand_in": offline,
+        "agent_note": "scripted agent, not an LLM: it follows the reference plan and answers only from what is visible in its window" if offline else None,
+        "compactor": config.compactor,
+        "size": config.size,
+        "n_worlds": len(ids),
+        "worlds": ids,
+        "prompt": config.prompt,
+        "cost_model": {
+            "price_model": price_name, "input_per_mtok": price.input, "output_per_mtok": price.output,
+            "cache_write_multiplier": price.cache_write_multiplier, "cache_read_multiplier": price.cache_read_multiplier,
+            "ttl_seconds": price.ttl_seconds, "min_cacheable_tokens": price.min_cacheable_tokens,
+            "max_breakpoints": price.max_breakpoints, "seconds_per_request": config.seconds_per_request,
+            "source": "simulated from the request sequence" if all(s["cost_source"] == "simulated" for c in summaries for s in c["samples"]) else "provider-reported cache usage",
+        },
+        "configs": summaries,
+        "ablation": cache_ablation(summaries),
+    }
+    write_json_atomic(directory / HORIZON_FILE, results)
+    return results
