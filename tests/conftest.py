@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -9,6 +11,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 MINI_SWE = SHARED_DATA / "mini-swe-agent"
+
+# Libraries read these once, at import: set them before any test imports inspect or
+# matplotlib, so nothing is written under ~/.cache, ~/.local/share or ~/.config.
+_STATE = Path(tempfile.mkdtemp(prefix="compaction-eval-tests-"))
+for _var, _sub in (("XDG_DATA_HOME", "data"), ("XDG_CACHE_HOME", "cache"), ("XDG_CONFIG_HOME", "config"), ("MPLCONFIGDIR", "matplotlib")):
+    os.environ[_var] = str(_STATE / _sub)
 
 
 @pytest.fixture(autouse=True)
