@@ -414,6 +414,7 @@ def build_context(
         "category_labels": CATEGORY_LABELS,
         "category_short": CATEGORY_SHORT,
         "recall_colour": plots.recall_colour,
+        "tune": None,
     }
     if results is None:
         return ctx
@@ -568,10 +569,17 @@ def render_report(
         raise ContractError([Problem(str(run_dir), "", f"no {RESULTS_FILE} or {HORIZON_FILE}: not a run directory")])
     results = read_results(run_dir) if has_results else None
     base = read_results(baseline) if baseline is not None else None
+    from ..tune import read_tune  # tune.json, written by `compaction-eval tune --results RUN_DIR`
+
+    tune = read_tune(run_dir) if run_dir.is_dir() else None
     corpus = load_source_corpus(results, run_dir, traces, labels) if results else None
     context = build_context(
         results, horizon=horizon, baseline=base, baseline_name=str(baseline) if baseline else None, corpus=corpus
     )
     target = Path(out) if out is not None else (run_dir if run_dir.is_dir() else run_dir.parent) / REPORT_FILE
+    if tune is not None:
+        from .tune_view import tune_view
+
+        context["tune"] = tune_view(tune)
     _write_atomic(target, render_html(context))
     return target
