@@ -21,6 +21,7 @@ from .corpus_stats import corpus_stats
 from .problems import ContractError
 from .prompts import load_candidates
 from .results import RESULTS_FILE, SCHEMA, staged_run_dir, write_json_atomic
+from .stability import stability_summary
 
 # Providers that are deterministic stand-ins, not LLMs: their results say so everywhere.
 OFFLINE_STAND_INS = ("extractive/",)
@@ -311,6 +312,8 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
             "inspect_log": str(Path(log.location).resolve().relative_to(stage.resolve())) if log.location else None,
             "samples": samples,
             "prompts": summarise_prompts(samples, {c.name: c.description for c in candidates}),
+            # kept in k of N epochs per fact: the gate does not fail on facts that flicker
+            "fact_stability": stability_summary({"samples": samples}),
         }
         if not samples:
             raise RunFailed("inspect returned no scored samples")
