@@ -66,3 +66,18 @@ def test_read_results_rejects_other_files(tmp_path):
         read_results(tmp_path)
     with pytest.raises(ContractError, match="results file not found"):
         read_results(tmp_path / "nope")
+
+
+def test_prompt_rows_split_real_from_synthetic_traces():
+    from compaction_eval.aggregate import summarise_prompts
+
+    def sample(recall, synthetic):
+        return {"prompt": "p", "recall": recall, "precision": 0.5, "context_recall": 1.0, "recall_by_category": {},
+                "critical_lost": [], "distortions": [], "avoid": [], "compression": 10.0, "summary_tokens": 100,
+                "budget_truncated": False, "input_tokens": 1, "output_tokens": 1, "synthetic": synthetic}
+
+    [row] = summarise_prompts([sample(0.9, True), sample(0.8, True), sample(0.3, False)])
+    assert row["recall_by_origin"]["synthetic"]["mean"] == pytest.approx(0.85)
+    assert row["recall_by_origin"]["real"]["mean"] == pytest.approx(0.3) and row["recall_by_origin"]["real"]["n"] == 1
+    [only] = summarise_prompts([sample(0.9, True)])
+    assert set(only["recall_by_origin"]) == {"synthetic"}

@@ -29,9 +29,13 @@ def summarise_prompts(samples: list[dict[str, Any]], descriptions: dict[str, str
             vals = [s["recall_by_category"][cat] for s in group if cat in s["recall_by_category"]]
             if vals:
                 by_category[cat] = _with_ci(vals)
+        origins = {"synthetic": [s for s in group if s.get("synthetic")], "real": [s for s in group if not s.get("synthetic")]}
+        by_origin = {k: _with_ci([s["recall"] for s in v]) for k, v in origins.items() if v}
         rows.append(
             {
                 "prompt": prompt,
+                # real and synthetic traces are told apart: a stand-in can do well on one only
+                "recall_by_origin": by_origin,
                 "description": (descriptions or {}).get(prompt, ""),
                 "samples": len(group),
                 "recall": recall["mean"],
