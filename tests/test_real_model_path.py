@@ -214,3 +214,46 @@ def test_horizon_suite_runs_over_http_through_faults(loopback, tmp_path):
     horizon = json.loads((tmp_path / "results" / "h" / "horizon.json").read_text())
     assert horizon["agent"] == "anthropic/claude-test" and horizon["configs"][0]["samples"]
     assert_no_key_anywhere(tmp_path, proc.stdout, proc.stderr)
+
+
+HORIZON = ["--model", "anthropic/claude-test", "--compactor", "anthropic/claude-test", "--worlds", "build-01",
+           "--configs", "full", "--prompts-dir", str(ROOT / "prompts"), "--display", "none"]
+
+
+def test_killed_horizon_run_resumes_without_repaying(loopback, tmp_path):
+    """The agent loop is sequential: kill it after a few answered steps, rerun, and the
+    steps already paid for come from the generate cache; the world still completes once."""
+    cmd = [sys.executable, "-m", "compaction_eval.cli", "horizon", *HORIZON, "--out", str(tmp_path / "results"), "--run", "hk"]
+    loopback.faults.after(3, "hang")
+    start = len(loopback.requests)
+    with open(tmp_path / "killed.err", "w") as err:
+        proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(loopback, tmp_path), stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and len(served_since(loopback, start)) < 3:
+                time.sleep(0.2)
+            time.sleep(1.0)  # let the last answered call reach the generate cache
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+    paid_first = {r["request"] for r in served_since(loopback, start)}
+    assert len(paid_first) == 3
+    assert not (tmp_path / "results" / "hk").exists()
+
+    loopback.faults.clear()
+    mark = len(loopback.requests)
+    rerun = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=_env(loopback, tmp_path), timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "resuming hk" in rerun.stderr
+    paid_second = [r["request"] for r in served_since(loopback, mark)]
+    assert paid_second and not (set(paid_second) & paid_first)  # none paid twice
+    horizon = json.loads((tmp_path / "results" / "hk" / "horizon.json").read_text())
+    [config] = horizon["configs"]
+    assert [s["world"] for s in config["samples"]] == ["build-01"]  # none lost, none duplicated
+    assert list((tmp_path / "results").glob(".hk.*")) == []
+    # and a rerun with nothing changed makes no model calls at all
+    mark = len(loopback.requests)
+    again = subprocess.run([*cmd[:-1], "hk2"], capture_output=True, text=True, cwd=tmp_path, env=_env(loopback, tmp_path), timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert served_since(loopback, mark) == []
+    assert_no_key_anywhere(tmp_path, rerun.stdout, rerun.stderr, again.stdout, again.stderr, (tmp_path / "killed.err").read_text())

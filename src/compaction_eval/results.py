@@ -18,6 +18,7 @@ from typing import Any
 from .problems import ContractError, Problem
 
 SCHEMA = "compaction-eval/results@1"
+PID_FILE = ".pid"  # in a staging directory: the process building it
 RESULTS_FILE = "results.json"
 
 
@@ -67,3 +68,36 @@ def read_results(run_dir: Path | str) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ContractError([Problem(str(path), "schema", f"not a {SCHEMA} file")])
     return data
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clear_interrupted(out_dir: Path, keep: Path | None = None) -> list[Path]:
+    """Remove staging directories of earlier attempts of this run that were killed.
+
+    A killed run leaves `.<run>.<random>.partial` behind (staged_run_dir cannot clean up
+    after SIGKILL). Its completed model calls are in the generate cache, so a rerun
+    redoes every sample (none lost, none duplicated) and pays only for calls that never
+    completed. A staging directory whose process is still alive is left alone.
+    """
+    removed = []
+    for stale in sorted(out_dir.parent.glob(f".{out_dir.name}.*.partial")):
+        if keep is not None and stale.resolve() == keep.resolve():
+            continue
+        try:
+            pid = int((stale / PID_FILE).read_text().strip())
+        except (OSError, ValueError):
+            pid = None
+        if pid is not None and pid != os.getpid() and _pid_alive(pid):
+            continue
+        shutil.rmtree(stale, ignore_errors=True)
+        removed.append(stale)
+    return removed

@@ -20,7 +20,7 @@ from .corpus import load_corpus
 from .corpus_stats import corpus_stats
 from .problems import ContractError
 from .prompts import load_candidates
-from .results import RESULTS_FILE, SCHEMA, staged_run_dir, write_json_atomic
+from .results import PID_FILE, RESULTS_FILE, SCHEMA, clear_interrupted, staged_run_dir, write_json_atomic
 from .stability import stability_summary
 
 # Providers that are deterministic stand-ins, not LLMs: their results say so everywhere.
@@ -115,7 +115,6 @@ def _sample_record(sample: Any) -> dict[str, Any]:
     }
 
 
-PID_FILE = ".pid"
 SCOPE_HEADER = "x-compaction-eval-scope"
 
 
@@ -128,39 +127,6 @@ def cache_scope(config: RecallConfig) -> dict[str, str]:
     """
     args = json.dumps(config.model_args, sort_keys=True, default=str)
     return {SCOPE_HEADER: hashlib.sha256(args.encode("utf-8")).hexdigest()[:16]}
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def clear_interrupted(out_dir: Path, keep: Path | None = None) -> list[Path]:
-    """Remove staging directories of earlier attempts of this run that were killed.
-
-    A killed run leaves `.<run>.<random>.partial` behind (staged_run_dir cannot clean up
-    after SIGKILL). Its completed model calls are in the generate cache, so a rerun
-    redoes every sample (none lost, none duplicated) and pays only for calls that never
-    completed. A staging directory whose process is still alive is left alone.
-    """
-    removed = []
-    for stale in sorted(out_dir.parent.glob(f".{out_dir.name}.*.partial")):
-        if keep is not None and stale.resolve() == keep.resolve():
-            continue
-        try:
-            pid = int((stale / PID_FILE).read_text().strip())
-        except (OSError, ValueError):
-            pid = None
-        if pid is not None and pid != os.getpid() and _pid_alive(pid):
-            continue
-        shutil.rmtree(stale, ignore_errors=True)
-        removed.append(stale)
-    return removed
 
 
 def _redacted_traces(config: RecallConfig, stage: Path) -> tuple[list[str], dict[str, int]]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..results import staged_run_dir, write_json_atomic
+from ..results import PID_FILE, clear_interrupted, staged_run_dir, write_json_atomic
 from ..worlds import world_ids
 from .ablation import cache_ablation
 from .measure import config_summary, sample_record
@@ -65,7 +67,13 @@ def run_horizon(config: HorizonConfig, out: Path, *, existing: bool = False) -> 
     if existing:
         return _run_into(config, Path(out), Path(out))
     with staged_run_dir(Path(out)) as staging:
-        return _run_into(config, staging, Path(out))
+        (staging / PID_FILE).write_text(str(os.getpid()))
+        # A killed earlier attempt: redo it; its completed calls come from the generate cache.
+        if clear_interrupted(Path(out), keep=staging):
+            print(f"note: resuming {Path(out).name}: finished model calls come from the cache", file=sys.stderr)
+        result = _run_into(config, staging, Path(out))
+        (staging / PID_FILE).unlink(missing_ok=True)
+        return result
 
 
 def _run_into(config: HorizonConfig, directory: Path, final: Path) -> dict[str, Any]:

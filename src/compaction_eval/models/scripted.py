@@ -17,9 +17,10 @@ needs into a note right after reading them.
 
 from __future__ import annotations
 
+import hashlib
+
 import json
 import re
-import uuid
 from typing import Any
 
 from inspect_ai.model import (
@@ -129,7 +130,20 @@ def call_key(function: str, args: dict[str, Any]) -> tuple[str, str]:
 
 
 def next_action(world: World, messages: list[ChatMessage], tool_names: set[str]) -> tuple[str, list[ToolCall]]:
-    """The agent's next message: (text, tool calls) from what `messages` shows."""
+    """The agent's next message: (text, tool calls) from what `messages` shows.
+
+    Tool-call ids are derived from the request, so the same request always gets the same
+    answer: a rerun's requests then match the generate cache, call for call.
+    """
+    text, calls = _next_action(world, messages, tool_names)
+    seed = hashlib.sha1(f"{len(messages)}|{visible_text(messages)}".encode("utf-8")).hexdigest()
+    for i, call in enumerate(calls):
+        key = f"{seed}|{i}|{call.function}|{json.dumps(call.arguments, sort_keys=True, default=str)}"
+        call.id = "call_" + hashlib.sha1(key.encode("utf-8")).hexdigest()[:12]
+    return text, calls
+
+
+def _next_action(world: World, messages: list[ChatMessage], tool_names: set[str]) -> tuple[str, list[ToolCall]]:
     text = visible_text(messages)
     step_index = {s.key: i for i, s in enumerate(world.plan)}
     calls = [(c.function, c.arguments) for m in messages if isinstance(m, ChatMessageAssistant) for c in m.tool_calls or []]
@@ -206,4 +220,4 @@ def _args(step: PlanStep, db: str) -> dict[str, str]:
 
 
 def _call(function: str, arguments: dict[str, Any]) -> ToolCall:
-    return ToolCall(id=f"call_{uuid.uuid4().hex[:12]}", function=function, arguments=arguments)
+    return ToolCall(id="", function=function, arguments=arguments)  # id set by next_action

@@ -33,6 +33,7 @@ from ..chat_tokens import messages_tokens, tools_tokens
 from ..compaction.compact import ANCHOR_LABEL, SUMMARY_LABEL
 from ..prompts import Candidate
 from ..tokens import count_tokens, truncate_tokens
+from ..generate_cache import use_generate_cache
 from .common import head_length, largest_tool_output, new_id
 from .eviction import TieredEviction
 from .notes import NotesBook
@@ -105,7 +106,7 @@ class FullCompaction(CompactionStrategy):
     async def _summary(self, span: list[ChatMessage], budget: int) -> str:
         model = self.compactor if isinstance(self.compactor, Model) else get_model(self.compactor, role="compactor") if self.compactor else get_model(role="compactor")
         prompt = self.candidate.render(budget=budget, span=render_span(span))
-        output = await model.generate([ChatMessageUser(content=prompt)], config=GenerateConfig(max_tokens=budget))
+        output = await model.generate([ChatMessageUser(content=prompt)], config=GenerateConfig(max_tokens=budget), cache=use_generate_cache(model))
         if output.error:
             raise RuntimeError(f"compaction model error: {output.error}")
         text = output.completion.strip()

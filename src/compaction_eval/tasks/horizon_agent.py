@@ -39,6 +39,7 @@ from ..horizon.ledger import STORE_KEY, Ledger
 from ..policies import PolicySpec, make_policy
 from ..policies.notes import NOTES_TOOL, NotesBook
 from ..worlds import World, get_world
+from ..generate_cache import use_generate_cache
 from .horizon_tools import SUBMIT_TOOL, world_tools
 
 MAX_COMPACTION_PASSES = 3
@@ -97,7 +98,7 @@ async def run_loop(world: World, policy: CompactionStrategy, model: Model, tools
             ledger.overflow = True
             ledger.stop_reason = "overflow"
             break
-        output = await model.generate(request, tools=tools, config=GenerateConfig(max_tokens=output_reserve))
+        output = await model.generate(_joined_user_turns(request), tools=tools, config=GenerateConfig(max_tokens=output_reserve), cache=use_generate_cache(model))
         message = output.message
         ledger.record_request(request, tools, message_tokens(message), output.usage)
         history.append(message)
@@ -168,3 +169,17 @@ def usage_summary(ledger: dict[str, Any]) -> dict[str, int]:
         "cache_read_tokens": sum(r["cache_read"] for r in reqs),
         "cache_write_tokens": sum(r["cache_write"] for r in reqs),
     }
+
+
+def _joined_user_turns(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """Consecutive user messages (the request, then a summary) joined as inspect would join
+    them, but without the random message ids inspect records in `combined_from`: those
+    are part of its generate-cache key and would make every rerun miss the cache."""
+    out: list[ChatMessage] = []
+    for m in messages:
+        prev = out[-1] if out else None
+        if isinstance(m, ChatMessageUser) and isinstance(prev, ChatMessageUser) and isinstance(m.content, str) and isinstance(prev.content, str):
+            out[-1] = ChatMessageUser(id=prev.id, content=f"{prev.content}\n{m.content}", metadata={**(prev.metadata or {}), **(m.metadata or {})} or None)
+        else:
+            out.append(m)
+    return out
