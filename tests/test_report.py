@@ -587,3 +587,88 @@ def test_a_horizon_only_run_and_missing_optional_keys_render(results, tmp_path):
     write_json_atomic(tmp_path / "r" / "results.json", bare)
     page = render_report(tmp_path / "r").read_text(encoding="utf-8")
     assert 'id="leaderboard"' in page and "Best prompt:" in page
+
+
+# ----------------------------------------------------------------------------- long horizon in full, matcher trust
+
+HORIZON_WORLDS = ["audit-01", "query-01"]
+
+
+@pytest.fixture(scope="module")
+def horizon_run(tmp_path_factory) -> dict:
+    """A real long-horizon run on two worlds with the three ablation arms (scripted agent)."""
+    from compaction_eval.horizon.runner import HorizonConfig, run_horizon
+
+    root = tmp_path_factory.mktemp("horizon")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("INSPECT_CACHE_DIR", str(root / "inspect-cache"))
+        mp.setenv("INSPECT_LOG_DIR", str(root / "inspect-logs"))
+        mp.setenv("INSPECT_DISPLAY", "none")
+        mp.delenv("ANTHROPIC_API_KEY", raising=False)
+        return run_horizon(HorizonConfig(configs=["baseline", "full", "baseline-mutated"], worlds=HORIZON_WORLDS,
+                                         prompts_dir=str(ROOT / "prompts"), display="none"), root / "h")
+
+
+def _matchers_json() -> dict:
+    """A validate-matchers result (the shape `validate` writes) with known κ values."""
+    from compaction_eval.validate_matchers import agreement
+
+    gold = [True, True, False, True, False, True]
+    pred = [True, False, False, True, False, True]
+    cat = {"intent": agreement(gold, pred), "number": agreement(gold, gold)}
+    table = {"overall": agreement(gold * 2, pred + gold), "by_category": cat,
+             "by_split": {"not_tune": agreement(gold, pred)}, "heldout_by_category": {"intent": agreement(gold[:4], pred[:4])}}
+    return {"schema": "compaction-eval/matcher-validation@1", "gold": {"traces": 2, "fact_judgments": 12, "heldout_traces": ["t2"]},
+            "model": None, "facts": {"default": table, "literal": {"overall": agreement(gold, pred)}}}
+
+
+def test_full_horizon_section_draws_every_part_and_its_numbers_equal_the_json(browser, runs, horizon_run, tmp_path):
+    cand = tmp_path / "cand"
+    shutil.copytree(runs[0], cand, ignore=shutil.ignore_patterns("logs", "report.html"))
+    (cand / "horizon.json").write_text(json.dumps(horizon_run), encoding="utf-8")
+    matchers = _matchers_json()
+    (cand / "matchers.json").write_text(json.dumps(matchers), encoding="utf-8")
+    page = browser.open(render_report(cand).as_uri())
+    assert page.console_errors() == []
+    ids = page.js("[...document.querySelectorAll('#horizon [id]')].map(e => e.id)")
+    for part in ("horizon-standin", "horizon-steps", "horizon-cost", "horizon-runtime", "horizon-ablation"):
+        assert part in ids
+    assert "matchers" in page.js("[...document.querySelectorAll('main > section[id]')].map(e => e.id)")
+    assert page.js("document.querySelectorAll('#horizon svg').length") == 4  # completion, per step, cumulative, cost
+    assert "extractive stand-in summariser" in page.js("document.getElementById('horizon-standin').textContent")
+
+    cells = page.js("[...document.querySelectorAll('#horizon-cost-table tbody tr')].map(r => [r.cells[0].textContent.trim(),"
+                    " Object.fromEntries([...r.querySelectorAll('td[data-k]')].map(c => [c.dataset.k, [c.dataset.v, c.textContent.trim()]]))])")
+    by_name = {c["config"]: c for c in horizon_run["configs"]}
+    assert [name for name, _ in cells] == list(by_name)
+    for name, row in cells:
+        parts = by_name[name]["cost_breakdown"]
+        for k, v in parts.items():
+            assert float(row[k][0]) == pytest.approx(v, abs=1e-12) and row[k][1] == f"${v:,.3f}"
+        assert float(row["total"][0]) == pytest.approx(by_name[name]["cost_usd"], rel=1e-9)
+    assert by_name["full"]["cost_breakdown"]["compaction"] > 0 and by_name["baseline"]["cost_breakdown"]["compaction"] == 0
+
+    hits = page.js("[...document.querySelectorAll('#horizon-runtime-table td[data-k=cache_hit_rate]')].map(c => +c.dataset.v)")
+    assert hits == pytest.approx([c["cache_hit_rate"] for c in horizon_run["configs"]]) and all(0 <= h <= 1 for h in hits)
+    ablation = page.js("[...document.querySelectorAll('#horizon-ablation-table td[data-k=cost_usd]')].map(c => +c.dataset.v)")
+    assert ablation == pytest.approx([r["cost_usd"] for r in horizon_run["ablation"]["rows"]])
+
+    kappas = page.js("[...document.querySelectorAll('#matchers-table td[data-k=kappa]')].map(c => c.textContent.trim())")
+    table = matchers["facts"]["default"]
+    assert kappas == [f"{a['kappa']:.2f}" for a in table["by_category"].values()] + [f"{table['overall']['kappa']:.2f}"]
+
+
+def test_per_step_tokens_add_up_to_the_input_sent_and_old_files_get_the_same_cost_split(horizon_run):
+    from compaction_eval.report.render import _cost_parts, _step_curves
+
+    for c in horizon_run["configs"]:
+        for s in c["samples"]:
+            assert len(s["step_tokens"]) == s["steps"]
+        _, cumulative = _step_curves([c])
+        # offline, every input token is uncached or simulated cache: the curve ends at the input sent
+        assert cumulative[0][1][-1] == c["input_tokens"]
+        old = {k: v for k, v in c.items() if k != "cost_breakdown"}  # a horizon.json written before cost_breakdown
+        assert sum(_cost_parts(old, horizon_run["cost_model"]).values()) == pytest.approx(c["cost_usd"], rel=1e-9)
+    base, full = (next(c for c in horizon_run["configs"] if c["config"] == n) for n in ("baseline", "full"))
+    assert max(max(s["step_tokens"]) for s in full["samples"]) <= full["samples"][0]["window"]
+    assert base["input_tokens"] > full["input_tokens"]

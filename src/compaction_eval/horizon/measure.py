@@ -12,6 +12,7 @@ from .ledger import STORE_KEY
 from .prices import PriceTable
 
 SCORER = "horizon_checker"
+COST_PARTS = ("uncached", "cache_write", "cache_read", "output", "compaction")
 
 
 def sample_record(sample: Any, price: PriceTable, *, seconds_per_request: float) -> dict[str, Any]:
@@ -52,8 +53,12 @@ def sample_record(sample: Any, price: PriceTable, *, seconds_per_request: float)
         "model_calls": len(model_events),
         "input_tokens": agent_in,
         "output_tokens": agent_out,
+        "uncached_tokens": conversation.uncached_tokens,
         "cache_read_tokens": conversation.cache_read_tokens,
         "cache_write_tokens": conversation.cache_write_tokens,
+        # resident context of each agent request (tools + messages), in order: the growth curve
+        "step_tokens": [int(sum(r["tokens"])) for r in reqs],
+        "cost_breakdown": cost_breakdown(conversation, compaction, price),
         "compaction_events": len(ledger.get("compactions", [])),
         "compaction_calls": compaction_calls,
         "compaction_input_tokens": comp_in,
@@ -72,6 +77,19 @@ def sample_record(sample: Any, price: PriceTable, *, seconds_per_request: float)
     }
 
 
+def cost_breakdown(conversation: CostBreakdown, compaction: CostBreakdown, price: PriceTable) -> dict[str, float]:
+    """USD by token class: the conversation's uncached input, cache writes, cache reads and
+    output, and the compaction calls (all their input and output). Sums to the sample's cost."""
+    per_in = price.input / 1e6
+    return {
+        "uncached": conversation.uncached_tokens * per_in,
+        "cache_write": conversation.cache_write_tokens * per_in * price.cache_write_multiplier,
+        "cache_read": conversation.cache_read_tokens * per_in * price.cache_read_multiplier,
+        "output": conversation.output_tokens * price.output / 1e6,
+        "compaction": compaction.cost_usd,
+    }
+
+
 def _sent(usage: Any) -> int:
     """Input tokens a call sent: uncached plus cache reads and writes."""
     return usage.input_tokens + (usage.input_tokens_cache_read or 0) + (usage.input_tokens_cache_write or 0)
@@ -84,6 +102,8 @@ def config_summary(config: str, samples: list[dict[str, Any]]) -> dict[str, Any]
     wall = [s["wall_seconds"] for s in samples]
     tot = lambda key: int(sum(s[key] for s in samples))  # noqa: E731
     billed = tot("input_tokens") + tot("output_tokens") + tot("compaction_input_tokens") + tot("compaction_output_tokens")
+    # sample input_tokens is everything sent (uncached + cache read + cache write), so the rate
+    # stays in [0, 1] when a provider reports uncached input apart from cache reads and writes
     cache = CostBreakdown(input_tokens=tot("input_tokens"), cache_read_tokens=tot("cache_read_tokens"))
     return {
         "config": config,
@@ -94,6 +114,7 @@ def config_summary(config: str, samples: list[dict[str, Any]]) -> dict[str, Any]
         "model_calls": tot("model_calls"),
         "input_tokens": tot("input_tokens"),
         "output_tokens": tot("output_tokens"),
+        "uncached_tokens": tot("uncached_tokens"),
         "cache_read_tokens": tot("cache_read_tokens"),
         "cache_write_tokens": tot("cache_write_tokens"),
         "cache_hit_rate": cache.cache_hit_rate,
@@ -108,6 +129,7 @@ def config_summary(config: str, samples: list[dict[str, Any]]) -> dict[str, Any]
         "wall_p95": float(np.percentile(wall, 95)) if wall else 0.0,
         "cost_usd": float(sum(s["cost_usd"] for s in samples)),
         "pre_compaction": _pre_compaction(samples),
+        "cost_breakdown": {k: float(sum(s["cost_breakdown"][k] for s in samples if "cost_breakdown" in s)) for k in COST_PARTS},
         "samples": samples,
     }
 

@@ -17,6 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # before pyplot: no display, no GUI toolkit
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 from matplotlib.colors import LinearSegmentedColormap, to_hex  # noqa: E402
 
 # Restrained palette shared with the CSS (report.css.j2 uses the same hex values).
@@ -201,5 +202,53 @@ def interval_svg(rows: Sequence[tuple[str, float, tuple[float, float]]], *, xlab
         ax.set_ylim(-0.7, len(rows) - 0.3)
         ax.grid(axis="y", visible=False)
         ax.set_xlabel(xlabel)
+        fig.tight_layout()
+        return _to_svg(fig, salt, title)
+
+
+# one colour per series of the line plot; the no-compaction loops get the warm colours
+SERIES = ["#c2561a", "#e0a458", "#2f6fb0", "#2d7a55", "#7b5ea7", "#5aa9c9", "#9aa5b1", "#b4362a", "#4f6d7a", "#8fc9b0"]
+
+
+def lines_svg(series: Sequence[tuple[str, Sequence[float]]], *, xlabel: str, ylabel: str, salt: str, title: str,
+              ceiling: float | None = None, ceiling_label: str = "") -> str:
+    """A line per (label, y values at x = 1, 2, ...); an optional dashed horizontal ceiling."""
+    with plt.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(11.8, 4.2))
+        for i, (label, ys) in enumerate(series):
+            ax.plot(range(1, len(ys) + 1), ys, color=SERIES[i % len(SERIES)], lw=1.8, label=label)
+        if ceiling:
+            ax.axhline(ceiling, color=MUTED, lw=1, ls="--")
+            ax.annotate(ceiling_label, (0, ceiling), xycoords=("axes fraction", "data"), xytext=(4, 3),
+                        textcoords="offset points", fontsize=9, color=MUTED)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_xlim(left=1)
+        ax.set_ylim(bottom=0)
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9.5)
+        fig.tight_layout()
+        return _to_svg(fig, salt, title)
+
+
+def stacked_bars_svg(rows: Sequence[tuple[str, Sequence[float]]], parts: Sequence[tuple[str, str]], *, xlabel: str,
+                     salt: str, title: str) -> str:
+    """Horizontal stacked bars: one bar per (label, values), segments named and coloured by
+    `parts` [(name, colour)]; the total is printed at each bar's end."""
+    with plt.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(11.8, 0.9 + 0.42 * max(1, len(rows))))
+        for i, (label, values) in enumerate(rows):
+            y = len(rows) - 1 - i
+            left = 0.0
+            for (name, colour), v in zip(parts, values):
+                ax.barh(y, v, left=left, color=colour, height=0.62, label=name if i == 0 else None)
+                left += v
+            ax.annotate(f"${left:,.2f}", (left, y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=9, color=INK)
+        ax.set_yticks(range(len(rows)), [r[0] for r in reversed(rows)])
+        ax.set_ylim(-0.6, len(rows) - 0.4)
+        ax.set_xlim(0, max((sum(v) for _, v in rows), default=1.0) * 1.1 or 1.0)
+        ax.grid(axis="y", visible=False)
+        ax.set_xlabel(xlabel)
+        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(parts), frameon=False, fontsize=9.5)
         fig.tight_layout()
         return _to_svg(fig, salt, title)

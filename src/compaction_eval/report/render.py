@@ -34,6 +34,7 @@ from .drilldown import Mark, highlight_summary, source_excerpt
 
 HORIZON_FILE = "horizon.json"
 HORIZON_SCHEMA = "compaction-eval/horizon@1"
+MATCHERS_FILE = "matchers.json"
 REPORT_FILE = "report.html"
 MAX_SOURCES = 3  # source excerpts shown per fact
 TEMPLATES = Path(__file__).parent / "templates"
@@ -61,6 +62,19 @@ CATEGORY_SHORT = {
 
 
 # ----------------------------------------------------------------------------- inputs
+
+
+def read_matchers(run_dir: Path) -> dict[str, Any] | None:
+    """The run's matchers.json (`compaction-eval validate-matchers --out`), or None when absent
+    or not that kind of file (the report never fails over this optional extra)."""
+    path = Path(run_dir) / MATCHERS_FILE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("facts"), dict) else None
 
 
 def read_horizon(run_dir: Path) -> dict[str, Any] | None:
@@ -350,10 +364,72 @@ def _comparison_view(cmp: Comparison, categories: list[str]) -> dict[str, Any]:
     return {"cmp": cmp, "rows": rows}
 
 
+# cost classes of a configuration, in stacking order, with their colours
+COST_PARTS = [
+    ("uncached", "uncached input", "#9aa5b1"),
+    ("cache_write", "cache write", "#e0a458"),
+    ("cache_read", "cache read", "#8fc9b0"),
+    ("output", "output", "#2f6fb0"),
+    ("compaction", "compaction calls", "#c2561a"),
+]
+# keys of a horizon configuration the section draws itself; other numbers go to the main table
+HORIZON_DRAWN = {
+    "config", "n", "completion_rate", "completion_ci", "input_tokens", "samples", "steps", "model_calls", "output_tokens",
+    "uncached_tokens", "cache_read_tokens", "cache_write_tokens", "cache_hit_rate", "compaction_calls", "compaction_tokens",
+    "compaction_share", "peak_tokens", "peak_occupancy", "overflow_failures", "redundant_calls", "wall_p50", "wall_p95",
+    "cost_usd", "pre_compaction", "cost_breakdown", "inspect_log",
+}
+
+
+def _cost_parts(c: dict[str, Any], cost_model: dict[str, Any]) -> dict[str, float] | None:
+    """USD per cost class of a configuration: as horizon.json gives it (`cost_breakdown`), or
+    recomputed from its token counts and the run's prices for files written before that key."""
+    given = c.get("cost_breakdown")
+    if isinstance(given, dict) and all(_num(given.get(k)) is not None for k, _, _ in COST_PARTS):
+        return {k: float(given[k]) for k, _, _ in COST_PARTS}
+    p_in, p_out = _num(cost_model.get("input_per_mtok")), _num(cost_model.get("output_per_mtok"))
+    samples = c.get("samples") or []
+    need = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
+    if p_in is None or p_out is None or any(_num(c.get(k)) is None for k in need):
+        return None
+    if not all(_num(s.get("compaction_input_tokens")) is not None for s in samples):
+        return None
+    read, write = float(c["cache_read_tokens"]), float(c["cache_write_tokens"])
+    comp_in = sum(float(s["compaction_input_tokens"]) for s in samples)
+    comp_out = sum(float(s.get("compaction_output_tokens") or 0) for s in samples)
+    return {
+        "uncached": (float(c["input_tokens"]) - read - write) * p_in / 1e6,
+        "cache_write": write * p_in * float(cost_model.get("cache_write_multiplier", 1.25)) / 1e6,
+        "cache_read": read * p_in * float(cost_model.get("cache_read_multiplier", 0.1)) / 1e6,
+        "output": float(c["output_tokens"]) * p_out / 1e6,
+        "compaction": (comp_in * p_in + comp_out * p_out) / 1e6,
+    }
+
+
+def _step_curves(configs: list[dict[str, Any]]) -> tuple[list[tuple[str, list[float]]], list[tuple[str, list[float]]]]:
+    """Per configuration: mean resident tokens at each step over the worlds still running, and
+    the cumulative input tokens sent up to each step, summed over worlds."""
+    resident, cumulative = [], []
+    for c in configs:
+        steps = [s["step_tokens"] for s in c.get("samples") or [] if isinstance(s.get("step_tokens"), list) and s["step_tokens"]]
+        if not steps:
+            continue
+        longest = max(len(t) for t in steps)
+        at = [[t[i] for t in steps if i < len(t)] for i in range(longest)]
+        resident.append((str(c.get("config")), [sum(v) / len(v) for v in at]))
+        running, cum = 0.0, []
+        for v in at:
+            running += sum(v)
+            cum.append(running)
+        cumulative.append((str(c.get("config")), cum))
+    return resident, cumulative
+
+
 def _horizon_view(horizon: dict[str, Any]) -> dict[str, Any]:
-    """Only the horizon@1 keys DESIGN.md 5 fixes; other numeric fields are listed as given."""
-    known = {"config", "completion_rate", "completion_ci", "input_tokens", "samples"}
+    """The long-horizon section: completion, growth per step, cost by class, runtime and the
+    cache-vs-compaction ablation, each drawn only from the keys the file has."""
     configs = horizon.get("configs", [])
+    cost_model = horizon.get("cost_model") or {}
     rows = []
     worlds: list[str] = []
     for c in configs:
@@ -364,8 +440,9 @@ def _horizon_view(horizon: dict[str, Any]) -> dict[str, Any]:
         done = {}
         for s in c.get("samples", []):
             done.setdefault(s.get("world"), []).append(bool(s.get("completed")))
-        extra = {k: v for k, v in c.items() if k not in known and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        extra = {k: v for k, v in c.items() if k not in HORIZON_DRAWN and isinstance(v, (int, float)) and not isinstance(v, bool)}
         ci = c.get("completion_ci")
+        parts = _cost_parts(c, cost_model)
         rows.append(
             {
                 "config": str(c.get("config", "?")),
@@ -375,6 +452,10 @@ def _horizon_view(horizon: dict[str, Any]) -> dict[str, Any]:
                 "n_samples": len(c.get("samples", [])),
                 "extra": extra,
                 "by_world": [done.get(w) for w in worlds],
+                "c": c,
+                "cost": parts,
+                "cost_total": sum(parts.values()) if parts else None,
+                "has_runtime": any(_num(c.get(k)) is not None for k in ("wall_p50", "compaction_calls", "cache_hit_rate")),
             }
         )
     chart_rows = [
@@ -388,20 +469,75 @@ def _horizon_view(horizon: dict[str, Any]) -> dict[str, Any]:
         if chart_rows
         else ""
     )
+    resident, cumulative = _step_curves(configs)
+    windows = {s.get("window") for c in configs for s in c.get("samples") or [] if s.get("window")}
+    window = windows.pop() if len(windows) == 1 else None
+    steps_chart = (
+        plots.lines_svg(resident, xlabel="agent step (request)", ylabel="resident tokens (mean over worlds still running)",
+                        salt="horizon-steps", title="Tokens in the context window at each step, per configuration",
+                        ceiling=window, ceiling_label=f"context window {window:,} tokens" if window else "")
+        if resident else ""
+    )
+    cum_chart = (
+        plots.lines_svg(cumulative, xlabel="agent step (request)", ylabel="input tokens sent so far (all worlds)",
+                        salt="horizon-cumulative", title="Cumulative input tokens sent, per configuration")
+        if cumulative else ""
+    )
+    costed = [r for r in rows if r["cost"] is not None]
+    cost_chart = (
+        plots.stacked_bars_svg([(r["config"], [r["cost"][k] for k, _, _ in COST_PARTS]) for r in costed],
+                               [(label, colour) for _, label, colour in COST_PARTS], xlabel="cost (USD)",
+                               salt="horizon-cost", title="Cost per configuration by token class")
+        if costed else ""
+    )
     extra_keys = sorted({k for r in rows for k in r["extra"]})
     best = max(rows, key=lambda r: (r["completion_rate"] or 0.0, -(r["input_tokens"] or 0)), default=None)
     head = {
         "agent": horizon.get("agent"),
         "offline_stand_in": bool(horizon.get("offline_stand_in")),
         "agent_note": horizon.get("agent_note"),
+        "compactor": horizon.get("compactor"),
+        "compactor_stand_in": str(horizon.get("compactor") or "").startswith("extractive/"),
+        "n_worlds": horizon.get("n_worlds"),
+        "size": horizon.get("size"),
     }
-    return {"h": head, "rows": rows, "worlds": worlds, "chart": chart, "extra_keys": extra_keys, "best": best}
+    ablation = horizon.get("ablation") if isinstance(horizon.get("ablation"), dict) else None
+    return {
+        "h": head, "rows": rows, "worlds": worlds, "chart": chart, "extra_keys": extra_keys, "best": best,
+        "steps_chart": steps_chart, "cum_chart": cum_chart, "cost_chart": cost_chart, "costed": costed,
+        "cost_parts": COST_PARTS, "cost_model": cost_model, "ablation": ablation,
+        "runtime": [r for r in rows if r["has_runtime"]],
+    }
+
+
+def _matchers_view(matchers: dict[str, Any]) -> dict[str, Any] | None:
+    """Agreement of the default matcher with the hand-judged gold set (validate-matchers JSON):
+    κ and n per category, in-sample and on the held-out split."""
+    table = (matchers.get("facts") or {}).get("default")
+    if not isinstance(table, dict):
+        return None
+    held = table.get("heldout_by_category") or {}
+    rows = [
+        {"category": cat, "label": CATEGORY_LABELS.get(cat, cat), "all": a, "held": held.get(cat) or {}}
+        for cat, a in (table.get("by_category") or {}).items()
+    ]
+    others = {m: t.get("overall") for m, t in (matchers.get("facts") or {}).items() if m != "default" and isinstance(t, dict)}
+    return {
+        "rows": rows,
+        "overall": table.get("overall") or {},
+        "overall_held": (table.get("by_split") or {}).get("not_tune") or {},
+        "others": others,
+        "gold": matchers.get("gold") or {},
+        "model": matchers.get("model"),
+        "avoid": (matchers.get("avoid") or {}).get("overall"),
+    }
 
 
 def build_context(
     results: dict[str, Any] | None,
     *,
     horizon: dict[str, Any] | None = None,
+    matchers: dict[str, Any] | None = None,
     baseline: dict[str, Any] | None = None,
     baseline_name: str | None = None,
     corpus: SourceCorpus | None = None,
@@ -410,6 +546,7 @@ def build_context(
     ctx: dict[str, Any] = {
         "results": results,
         "horizon": _horizon_view(horizon) if horizon else None,
+        "matchers": _matchers_view(matchers) if matchers else None,
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "category_labels": CATEGORY_LABELS,
         "category_short": CATEGORY_SHORT,
@@ -492,6 +629,16 @@ def _capitalize_first(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def _pct(x: Any, digits: int = 1) -> str:
+    x = _num(x)
+    return "–" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def _usd(x: Any) -> str:
+    x = _num(x)
+    return "–" if x is None else f"${x:,.3f}"
+
+
 def _thousands(x: Any) -> str:
     x = _num(x)
     return "–" if x is None else f"{x:,.0f}"
@@ -507,7 +654,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(fmt=_fmt, signed=_signed, thousands=_thousands, when=_when, compact=_compact, ratio=_ratio, capitalize_first=_capitalize_first)
+    env.filters.update(pct=_pct, usd=_usd, fmt=_fmt, signed=_signed, thousands=_thousands, when=_when, compact=_compact, ratio=_ratio, capitalize_first=_capitalize_first)
     env.globals.update(sample_id=_sample_id)
     return env
 
@@ -573,8 +720,9 @@ def render_report(
 
     tune = read_tune(run_dir) if run_dir.is_dir() else None
     corpus = load_source_corpus(results, run_dir, traces, labels) if results else None
+    matchers = read_matchers(run_dir) if run_dir.is_dir() else None
     context = build_context(
-        results, horizon=horizon, baseline=base, baseline_name=str(baseline) if baseline else None, corpus=corpus
+        results, horizon=horizon, matchers=matchers, baseline=base, baseline_name=str(baseline) if baseline else None, corpus=corpus
     )
     target = Path(out) if out is not None else (run_dir if run_dir.is_dir() else run_dir.parent) / REPORT_FILE
     if tune is not None:
