@@ -18,7 +18,6 @@ from typing import Any
 from .aggregate import summarise_prompts
 from .corpus import load_corpus
 from .corpus_stats import corpus_stats
-from .problems import ContractError
 from .prompts import load_candidates
 from .results import PID_FILE, RESULTS_FILE, SCHEMA, clear_interrupted, staged_run_dir, write_json_atomic
 from .stability import stability_summary

@@ -22,7 +22,7 @@ from typing import Any
 from .cache_model import PrefixCache, Usage
 from .faults import Fault, FaultPlan
 from .responder import answer, request_key
-from .sse import error_event, message_events
+from .sse import message_events
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
                429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}

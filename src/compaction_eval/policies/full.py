@@ -13,13 +13,11 @@ reads what it is asked to keep.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from inspect_ai.model import (
     ChatMessage,
     ChatMessageAssistant,
-    ChatMessageSystem,
     ChatMessageTool,
     ChatMessageUser,
     CompactionStrategy,
@@ -34,6 +32,7 @@ from ..compaction.compact import ANCHOR_LABEL, SUMMARY_LABEL
 from ..prompts import Candidate
 from ..tokens import count_tokens, truncate_tokens
 from ..generate_cache import use_generate_cache
+from ..models.transcript import render_messages
 from .common import head_length, largest_tool_output, new_id
 from .eviction import TieredEviction
 from .notes import NotesBook
@@ -105,7 +104,7 @@ class FullCompaction(CompactionStrategy):
 
     async def _summary(self, span: list[ChatMessage], budget: int) -> str:
         model = self.compactor if isinstance(self.compactor, Model) else get_model(self.compactor, role="compactor") if self.compactor else get_model(role="compactor")
-        prompt = self.candidate.render(budget=budget, span=render_span(span))
+        prompt = self.candidate.render(budget=budget, span=render_messages(span))
         output = await model.generate([ChatMessageUser(content=prompt)], config=GenerateConfig(max_tokens=budget), cache=use_generate_cache(model))
         if output.error:
             raise RuntimeError(f"compaction model error: {output.error}")
@@ -117,20 +116,3 @@ class FullCompaction(CompactionStrategy):
             "span_tokens": messages_tokens(span),
         })
         return truncate_tokens(text, budget) if count_tokens(text) > budget else text
-
-
-def render_span(messages: list[ChatMessage]) -> str:
-    """The span as the `[user]` / `[assistant]` / `[tool result]` text the prompts expect."""
-    parts: list[str] = []
-    for m in messages:
-        if isinstance(m, ChatMessageAssistant):
-            lines = [m.text] if m.text else []
-            lines += [f"[tool call {c.function}] {json.dumps(c.arguments, ensure_ascii=False)}" for c in m.tool_calls or []]
-            parts.append("[assistant]\n" + "\n".join(lines))
-        elif isinstance(m, ChatMessageTool):
-            parts.append("[tool result]\n" + m.text)
-        elif isinstance(m, ChatMessageSystem):
-            parts.append("[system]\n" + m.text)
-        else:
-            parts.append("[user]\n" + m.text)
-    return "\n\n".join(parts)
