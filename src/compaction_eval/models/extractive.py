@@ -15,7 +15,6 @@ from inspect_ai.model import (
     ChatMessage,
     ChatMessageAssistant,
     GenerateConfig,
-    ModelAPI,
     ModelCall,
     ModelInfo,
     ModelOutput,
@@ -23,12 +22,11 @@ from inspect_ai.model import (
     set_model_info,
 )
 from inspect_ai.tool import ToolChoice, ToolInfo
-from tenacity import wait_none
-from tenacity.wait import WaitBaseT
 
 from ..tokens import count_tokens
 from .summarise import Options, summarise
 from .transcript import render_tool_call, split_request
+from .local import LocalModelAPI
 
 VARIANTS = ("default",)
 DEFAULT_BUDGET = 1024
@@ -43,7 +41,7 @@ _ARGS: dict[str, tuple[type, int]] = {
 }
 
 
-class ExtractiveSummariser(ModelAPI):
+class ExtractiveSummariser(LocalModelAPI):
     """Offline extractive summariser.
 
     Model args (`-M key=value`):
@@ -117,30 +115,8 @@ class ExtractiveSummariser(ModelAPI):
         )
         return output, call
 
-    async def count_text_tokens(self, text: str) -> int:
-        # inspect's default counter is tiktoken, which downloads its vocabulary: not offline.
-        return count_tokens(text)
-
-    async def count_tokens(self, input: str | list[ChatMessage], config: GenerateConfig | None = None) -> int:
-        if isinstance(input, str):
-            return count_tokens(input)
-        return sum(_message_tokens(m) for m in input)
-
     def max_tokens(self) -> int | None:
         return self.default_budget
-
-    def max_connections(self) -> int:
-        # Local CPU work that holds no connection: concurrency costs nothing to allow.
-        return 64
-
-    def should_retry(self, ex: Exception) -> bool:
-        # Deterministic: the same input fails the same way again.
-        return False
-
-    def retry_wait(self) -> WaitBaseT:
-        # Never used (nothing is retried); inspect's default wait is built with a
-        # deprecated tenacity parameter and warns on every call.
-        return wait_none()
 
 
 def _message_tokens(message: ChatMessage) -> int:

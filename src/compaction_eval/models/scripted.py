@@ -28,20 +28,17 @@ from inspect_ai.model import (
     ChatMessageAssistant,
     ChatMessageTool,
     GenerateConfig,
-    ModelAPI,
     ModelInfo,
     ModelOutput,
     ModelUsage,
     set_model_info,
 )
 from inspect_ai.tool import ToolCall, ToolChoice, ToolInfo
-from tenacity import wait_none
-from tenacity.wait import WaitBaseT
 
 from ..chat_tokens import message_tokens, render_call, tools_tokens
-from ..tokens import count_tokens
 from ..worlds import get_world
 from ..worlds.model import PlanStep, World
+from .local import LocalModelAPI
 
 VARIANTS = ("default",)
 CONTEXT_WINDOW = 1_000_000  # the suite, not the model, enforces each world's window
@@ -53,7 +50,7 @@ _NARRATION = re.compile(r"Step (\d+)/(\d+): ")
 _RENDERED_CALL = re.compile(r"\[tool call (\w+)\] (\{[^\n]*?\})")
 
 
-class ScriptedAgent(ModelAPI):
+class ScriptedAgent(LocalModelAPI):
     """Offline scripted agent (see module docstring). No model args."""
 
     def __init__(self, model_name: str, base_url: str | None = None, api_key: str | None = None,
@@ -83,24 +80,6 @@ class ScriptedAgent(ModelAPI):
         output.usage = ModelUsage(input_tokens=input_tokens, output_tokens=output_tokens,
                                   total_tokens=input_tokens + output_tokens)
         return output
-
-    async def count_text_tokens(self, text: str) -> int:
-        return count_tokens(text)
-
-    async def count_tokens(self, input: str | list[ChatMessage], config: GenerateConfig | None = None) -> int:
-        return count_tokens(input) if isinstance(input, str) else sum(message_tokens(m) for m in input)
-
-    async def count_tool_tokens(self, tools: list[ToolInfo]) -> int:
-        return tools_tokens(tools)
-
-    def max_connections(self) -> int:
-        return 64
-
-    def should_retry(self, ex: Exception) -> bool:
-        return False
-
-    def retry_wait(self) -> WaitBaseT:
-        return wait_none()
 
 
 def _world_from_tools(tools: list[ToolInfo]) -> World | None:
