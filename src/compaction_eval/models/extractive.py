@@ -13,7 +13,6 @@ from typing import Any
 
 from inspect_ai.model import (
     ChatMessage,
-    ChatMessageAssistant,
     GenerateConfig,
     ModelCall,
     ModelInfo,
@@ -23,9 +22,10 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolChoice, ToolInfo
 
+from ..chat_tokens import message_tokens
 from ..tokens import count_tokens
 from .summarise import Options, summarise
-from .transcript import render_tool_call, split_request
+from .transcript import split_request
 from .local import LocalModelAPI
 
 VARIANTS = ("default",)
@@ -89,7 +89,7 @@ class ExtractiveSummariser(LocalModelAPI):
         request = split_request(input)
         summary = summarise(request.conversation, request.instruction, budget, self.options)
 
-        input_tokens = sum(_message_tokens(m) for m in input)
+        input_tokens = sum(message_tokens(m) for m in input)
         output_tokens = count_tokens(summary.text)
         output = ModelOutput.from_content(
             model=f"extractive/{self.model_name}",
@@ -117,14 +117,6 @@ class ExtractiveSummariser(LocalModelAPI):
 
     def max_tokens(self) -> int | None:
         return self.default_budget
-
-
-def _message_tokens(message: ChatMessage) -> int:
-    # The text a model reads (text, tool calls), counted per string: counts are cached.
-    tokens = count_tokens(message.text)
-    if isinstance(message, ChatMessageAssistant):
-        tokens += sum(count_tokens(render_tool_call(c.function, c.arguments)) for c in message.tool_calls or [])
-    return tokens
 
 
 def _validated(model_args: dict[str, Any]) -> dict[str, int]:

@@ -288,15 +288,7 @@ def python_module(
         block = python_class(rng, vocab, used=used) if rng.random() < 0.3 else python_function(rng, vocab, used=used)
         filler.append(block)
         size += len(block) + 2
-    # Spread the planted blocks through the filler so they are neither first nor last.
-    blocks = list(filler)
-    for k, block in enumerate(planted):
-        pos = max(1, round(len(blocks) * (k + 1) / (len(planted) + 1)))
-        blocks.insert(min(pos, len(blocks)), list(block))
-    lines = list(head)
-    for block in blocks:
-        lines += ["", ""] + block
-    return SourceFile(path, lines)
+    return _assemble(path, head, filler, planted)
 
 
 def pytest_module(
@@ -346,13 +338,7 @@ def pytest_module(
             body = ["@pytest.mark.parametrize(\"strict\", [True, False])"] + body
         blocks.append(body)
         size += len(body) + 2
-    for k, block in enumerate(planted):
-        pos = max(1, round(len(blocks) * (k + 1) / (len(planted) + 1)))
-        blocks.insert(min(pos, len(blocks)), list(block))
-    lines = list(head)
-    for block in blocks:
-        lines += ["", ""] + block
-    return SourceFile(path, lines)
+    return _assemble(path, head, blocks, planted)
 
 
 def test_names(rng: random.Random, vocab: Vocab, n: int, prefix: str = "test") -> list[str]:
@@ -599,3 +585,16 @@ def sql_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     out += [fmt(r) for r in cells[1:]]
     out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
     return "\n".join(out)
+
+
+def _assemble(path: str, head: list[str], filler: list[list[str]], planted) -> "SourceFile":
+    """The file: head, then the filler blocks with the planted blocks spread through them
+    (neither first nor last), blocks separated by two blank lines."""
+    blocks = list(filler)
+    for k, block in enumerate(planted):
+        pos = max(1, round(len(blocks) * (k + 1) / (len(planted) + 1)))
+        blocks.insert(min(pos, len(blocks)), list(block))
+    lines = list(head)
+    for block in blocks:
+        lines += ["", ""] + block
+    return SourceFile(path, lines)
