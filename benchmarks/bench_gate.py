@@ -36,10 +36,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from compaction_eval.gate import gate_runs  # noqa: E402
-from compaction_eval.prompts import load_candidate  # noqa: E402
-from compaction_eval.results import read_results  # noqa: E402
-from compaction_eval.tune import write_variant  # noqa: E402
+from compaction_eval.contracts.prompts import load_candidate  # noqa: E402
+from compaction_eval.contracts.runfiles import read_results  # noqa: E402
+from compaction_eval.gate.rules import gate_runs  # noqa: E402
+from compaction_eval.tune.ablation import write_variant  # noqa: E402
 
 BASES = ("handoff", "recall_max")
 PLANTED = ("numbers", "bugs", "artifacts", "decisions")
@@ -47,7 +47,7 @@ PLANTED = ("numbers", "bugs", "artifacts", "decisions")
 
 def make_run(work: Path, traces: list[str], labels: list[str], planted: tuple[str, ...] = PLANTED) -> dict:
     """Run the recall suite once on the bases and their planted variants."""
-    from compaction_eval.run_recall import RecallConfig, run_recall
+    from compaction_eval.recall.run import RecallConfig, run_recall
 
     prompts = work / "prompts"
     for base in BASES:

@@ -17,12 +17,12 @@ import time
 
 from inspect_ai.model import get_model
 
-from compaction_eval.policies import PolicySpec, make_policy
-from compaction_eval.policies.notes import NOTES_TOOL, NotesBook
-from compaction_eval.tasks.horizon_agent import run_loop
-from compaction_eval.tasks.horizon_tools import SUBMIT_TOOL, world_tools
-from compaction_eval.tokens import count_many
-from compaction_eval.worlds import get_world, world_ids
+from compaction_eval.contracts.tokens import count_many
+from compaction_eval.horizon.agent import run_loop
+from compaction_eval.horizon.policies import PolicySpec, make_policy
+from compaction_eval.horizon.policies.notes import NOTES_TOOL, NotesBook
+from compaction_eval.horizon.tools import SUBMIT_TOOL, world_tools
+from compaction_eval.horizon.worlds import get_world, world_ids
 
 
 async def run_config(config: str, size: str, prompts: str) -> tuple[int, int, int, float, float]:

@@ -34,7 +34,7 @@ async def _billed(server, trace, at: int, shape: str, budget: int, concurrent: b
     from inspect_ai.model import get_model
 
     from compaction_eval.compaction.compact import compact_sample
-    from compaction_eval.prompts import load_candidates
+    from compaction_eval.contracts.prompts import load_candidates
 
     candidates = load_candidates([ROOT / "prompts"])
     server.cache.clear()
@@ -60,7 +60,7 @@ def main() -> int:
     parser.add_argument("--budget", type=int, default=800)
     args = parser.parse_args()
     os.environ.setdefault("INSPECT_CACHE_DIR", str(ROOT / ".compaction-eval" / "bench-cache"))
-    from compaction_eval.corpus import read_trace
+    from compaction_eval.corpus.load import read_trace
     from compaction_eval.loopback import LoopbackServer
 
     trace, problems = read_trace(Path(args.trace))

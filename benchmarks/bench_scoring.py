@@ -28,8 +28,8 @@ def _summaries():
     from inspect_ai.model import get_model
 
     from compaction_eval.compaction.compact import compact_sample
-    from compaction_eval.corpus import load_corpus
-    from compaction_eval.prompts import load_candidates
+    from compaction_eval.contracts.prompts import load_candidates
+    from compaction_eval.corpus.load import load_corpus
 
     corpus = load_corpus([ROOT / "fixtures" / "traces"], [ROOT / "labels"])
     model = get_model("extractive/default")
@@ -54,7 +54,7 @@ def _naive(items) -> int:
 
 
 def _ours(items) -> int:
-    from compaction_eval.scoring import score_summary
+    from compaction_eval.recall.scoring import score_summary
 
     return sum(sum(f.kept for f in score_summary(s, lab, tr, at).facts) for s, lab, tr, at in items)
 
@@ -92,7 +92,7 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as tmp:
         ref = _wall([sys.executable, "-c", "import inspect_ai"])
-        run = _wall([sys.executable, "-m", "compaction_eval.cli", "run", "--out", tmp, "--run", "bench", "--display", "none"])
+        run = _wall([sys.executable, "-m", "compaction_eval.cli.main", "run", "--out", tmp, "--run", "bench", "--display", "none"])
     print(f"compaction-eval run: {run:.1f} s wall; bare `import inspect_ai`: {ref:.1f} s; ratio {run / ref:.1f}x")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from inspect_ai import task
 
-from compaction_eval.tasks.fact_recall import fact_recall as _fact_recall
+from compaction_eval.recall.task import fact_recall as _fact_recall
 
 ROOT = Path(__file__).resolve().parent.parent
 

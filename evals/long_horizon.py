@@ -10,7 +10,7 @@ from pathlib import Path
 
 from inspect_ai import task
 
-from compaction_eval.tasks.long_horizon import long_horizon as _long_horizon
+from compaction_eval.horizon.task import long_horizon as _long_horizon
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -5,17 +5,27 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from inspect_ai.model import ChatMessageTool, ChatMessageUser, ModelOutput, ModelUsage, get_model
-
-from compaction_eval.compaction.compact import ANCHOR_LABEL, SUMMARY_LABEL, build_request, compact_sample
-from compaction_eval.compaction.split import split_history
-from compaction_eval.importers import convert
-from compaction_eval.prompts import load_candidates
-from compaction_eval.tokens import count_tokens
-from compaction_eval.traces import trace_from_json
-
 from conftest import MINI_SWE, ROOT
+from inspect_ai.model import (
+    ChatMessageTool,
+    ChatMessageUser,
+    ModelOutput,
+    ModelUsage,
+    get_model,
+)
 from test_lint import TRACE
+
+from compaction_eval.compaction.compact import (
+    ANCHOR_LABEL,
+    SUMMARY_LABEL,
+    build_request,
+    compact_sample,
+)
+from compaction_eval.compaction.split import split_history
+from compaction_eval.contracts.prompts import load_candidates
+from compaction_eval.contracts.tokens import count_tokens
+from compaction_eval.contracts.traces import trace_from_json
+from compaction_eval.corpus.importers import convert
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +75,7 @@ def test_messages_shape_shares_its_prefix_across_prompts(real_trace, prompts):
 def test_tool_results_become_tool_messages_with_their_calls():
     trace = trace_from_json(TRACE)
     split = split_history(trace, 5, keep_last=0)
-    from compaction_eval.prompts import load_candidate
+    from compaction_eval.contracts.prompts import load_candidate
 
     chat = build_request(trace, split, load_candidate(ROOT / "prompts" / "terse.j2"), budget=100, shape="messages", focus=None)
     tools = [m for m in chat if isinstance(m, ChatMessageTool)]

@@ -1,4 +1,4 @@
-"""Paired comparison of two fact-recall runs (compaction_eval.compare).
+"""Paired comparison of two fact-recall runs (compaction_eval.gate.compare).
 
 The first test scores real summaries of a real trace (mini-swe-agent django__django-11087,
 labels/real) to build two runs; the others build results@1 documents by hand so that each
@@ -13,8 +13,13 @@ import zlib
 from pathlib import Path
 
 import pytest
+from conftest import MINI_SWE, ROOT
 
-from compaction_eval.compare import (
+from compaction_eval.contracts.labels import load_labels
+from compaction_eval.contracts.problems import ContractError
+from compaction_eval.contracts.runfiles import write_json_atomic
+from compaction_eval.corpus.load import read_trace
+from compaction_eval.gate.compare import (
     PASS,
     REGRESSION,
     CorpusMismatch,
@@ -22,13 +27,7 @@ from compaction_eval.compare import (
     compare_runs,
     paired_delta,
 )
-from compaction_eval.corpus import read_trace
-from compaction_eval.labels import load_labels
-from compaction_eval.problems import ContractError
-from compaction_eval.results import write_json_atomic
-from compaction_eval.scoring import score_summary
-
-from conftest import MINI_SWE, ROOT
+from compaction_eval.recall.scoring import score_summary
 
 # ----------------------------------------------------------------------------- builders
 

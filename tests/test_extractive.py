@@ -14,9 +14,9 @@ import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from conftest import MINI_SWE, ROOT
 from inspect_ai.model import (
     ChatMessage,
     ChatMessageAssistant,
@@ -29,13 +29,11 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolCall
 
-from compaction_eval.models.directives import parse_directives
-from compaction_eval.models.sentences import cut_text, extract_units
-from compaction_eval.models.transcript import parse_conversation
-from compaction_eval.prompts import Candidate, load_candidates
-from compaction_eval.tokens import count_tokens
-
-from conftest import MINI_SWE, ROOT
+from compaction_eval.compaction.transcript import parse_conversation
+from compaction_eval.contracts.prompts import Candidate, load_candidates
+from compaction_eval.contracts.tokens import count_tokens
+from compaction_eval.standins.directives import parse_directives
+from compaction_eval.standins.sentences import cut_text, extract_units
 
 TRACE = MINI_SWE / "django__django-11087.traj.json"
 SPAN = slice(1, 76)  # the issue text through the second failing test run: ~46k tokens

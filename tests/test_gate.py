@@ -1,4 +1,4 @@
-"""The regression gate (compaction_eval.gate), baselines and per-fact stability.
+"""The regression gate (compaction_eval.gate.rules), baselines and per-fact stability.
 
 Most tests build results@1 documents by hand (the same builders as test_compare) so each
 rule is exercised on its own and the suite stays fast; one test runs the real offline
@@ -9,15 +9,20 @@ the lost number facts listed, the unchanged prompt passes.
 from __future__ import annotations
 
 import copy
-import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
+from test_compare import corpus_run, fact, run
 
-from compaction_eval.baselines import list_baselines, resolve_baseline, save_baseline
-from compaction_eval.cli import main
-from compaction_eval.gate import (
+from compaction_eval.cli.main import main
+from compaction_eval.contracts.runfiles import read_results, write_json_atomic
+from compaction_eval.gate.baselines import (
+    list_baselines,
+    resolve_baseline,
+)
+from compaction_eval.gate.rules import (
     EXIT_PASS,
     EXIT_REGRESSION,
     GateInputError,
@@ -27,11 +32,12 @@ from compaction_eval.gate import (
     gate_files,
     gate_runs,
 )
-from compaction_eval.results import read_results, write_json_atomic
-from compaction_eval.stability import fact_stability, stability_summary, unstable_facts, without_facts
-
-from conftest import ROOT
-from test_compare import corpus_run, fact, run, sample
+from compaction_eval.recall.stability import (
+    fact_stability,
+    stability_summary,
+    unstable_facts,
+    without_facts,
+)
 
 
 def _save(tmp_path: Path, name: str, doc: dict) -> Path:

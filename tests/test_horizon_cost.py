@@ -7,14 +7,14 @@ import asyncio
 import pytest
 from inspect_ai.model import get_model
 
+from compaction_eval.horizon.agent import run_loop
 from compaction_eval.horizon.cost import breakpoints, simulate_cache
+from compaction_eval.horizon.policies.notes import NotesBook
+from compaction_eval.horizon.policies.truncation import BaselineTruncation
 from compaction_eval.horizon.prices import PriceTable
-from compaction_eval.models import scripted
-from compaction_eval.policies.notes import NotesBook
-from compaction_eval.policies.truncation import BaselineTruncation
-from compaction_eval.tasks.horizon_agent import run_loop
-from compaction_eval.tasks.horizon_tools import SUBMIT_TOOL, world_tools
-from compaction_eval.worlds.model import PlanStep, World
+from compaction_eval.horizon.tools import SUBMIT_TOOL, world_tools
+from compaction_eval.horizon.worlds.model import PlanStep, World
+from compaction_eval.standins import scripted
 
 PRICE = PriceTable(input=3.0, output=15.0)
 CHUNK = "\n".join(f"2026-01-0{i % 9 + 1} INFO worker shard ready in {i * 7} ms" for i in range(40))

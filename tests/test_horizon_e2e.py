@@ -7,11 +7,11 @@ import os
 import subprocess
 import sys
 
+from conftest import ROOT
 from inspect_ai.log import list_eval_logs, read_eval_log
 
 from compaction_eval.horizon.runner import HorizonConfig, run_horizon
-from compaction_eval.horizon.table import format_horizon
-from conftest import ROOT
+from compaction_eval.report.horizon_table import format_horizon
 
 WORLDS = ["build-01", "query-01"]
 
@@ -67,12 +67,12 @@ def test_inspect_eval_runs_the_task_file(tmp_path):
 
 def test_cli_horizon_prints_the_table(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "compaction_eval.cli", "horizon", "--worlds", "build-01", "--configs", "eviction",
+        [sys.executable, "-m", "compaction_eval.cli.main", "horizon", "--worlds", "build-01", "--configs", "eviction",
          "--out", str(tmp_path), "--run", "h", "--display", "none"],
         cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "scripted agent, not an LLM" in proc.stdout and (tmp_path / "h" / "horizon.json").exists()
-    bad = subprocess.run([sys.executable, "-m", "compaction_eval.cli", "horizon", "--configs", "nonsense", "--out", str(tmp_path)],
+    bad = subprocess.run([sys.executable, "-m", "compaction_eval.cli.main", "horizon", "--configs", "nonsense", "--out", str(tmp_path)],
                          cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "unknown configuration" in bad.stderr

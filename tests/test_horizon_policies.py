@@ -5,18 +5,24 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageTool, ChatMessageUser, get_model
+from conftest import ROOT
+from inspect_ai.model import (
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageTool,
+    ChatMessageUser,
+    get_model,
+)
 from inspect_ai.tool import ToolCall
 
-from compaction_eval.chat_tokens import messages_tokens
 from compaction_eval.compaction.compact import ANCHOR_LABEL, SUMMARY_LABEL
-from compaction_eval.policies import PolicySpec, make_policy
-from compaction_eval.policies.eviction import TieredEviction, is_tombstone
-from compaction_eval.policies.full import FullCompaction
-from compaction_eval.policies.notes import NotesBook
-from compaction_eval.policies.truncation import BaselineTruncation
-from compaction_eval.prompts import load_candidates
-from conftest import ROOT
+from compaction_eval.contracts.chat_tokens import messages_tokens
+from compaction_eval.contracts.prompts import load_candidates
+from compaction_eval.horizon.policies import PolicySpec, make_policy
+from compaction_eval.horizon.policies.eviction import TieredEviction, is_tombstone
+from compaction_eval.horizon.policies.full import FullCompaction
+from compaction_eval.horizon.policies.notes import NotesBook
+from compaction_eval.horizon.policies.truncation import BaselineTruncation
 
 REQUEST = "Find the failing test. Answer format (one line, exactly): RESULT test=<test>"
 FILLER = "\n".join(f"line {i} of a long tool output with words cache loader session" for i in range(60))

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from inspect_ai.model import ChatMessageAssistant, ChatMessageTool
-from inspect_ai.tool import ToolCall
 
-from compaction_eval.models.scripted import next_action
-from compaction_eval.tasks.horizon_agent import initial_messages
-from compaction_eval.worlds import get_world
+from compaction_eval.horizon.agent import initial_messages
+from compaction_eval.horizon.worlds import get_world
+from compaction_eval.standins.scripted import next_action
 
 TOOLS = {"read_file", "grep", "list_dir", "run_tests", "query", "submit"}
 

@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
-from compaction_eval.tokens import count_tokens
-from compaction_eval.worlds import get_world, world_ids
-from compaction_eval.worlds.registry import SIZES
+from compaction_eval.contracts.tokens import count_tokens
+from compaction_eval.horizon.worlds import get_world, world_ids
+from compaction_eval.horizon.worlds.registry import SIZES
 
 IDS = world_ids()
 
@@ -35,8 +35,8 @@ def test_reference_plan_needs_more_than_one_window(wid, size):
     assert transcript > 1.3 * w.context_window, f"{wid}@{size}: {transcript} tokens fit in {w.context_window}"
     # ...yet one step always fits next to the head, the tools and the reply reserve, or no
     # policy could finish it.
-    from compaction_eval.chat_tokens import tools_tokens
-    from compaction_eval.tasks.horizon_tools import world_tools
+    from compaction_eval.contracts.chat_tokens import tools_tokens
+    from compaction_eval.horizon.tools import world_tools
 
     fixed = count_tokens(w.system) + count_tokens(w.request) + tools_tokens(world_tools(w)) + 512
     assert max(count_tokens(w.call(s.function, s.args)) for s in w.plan) + fixed < w.context_window

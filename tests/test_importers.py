@@ -9,11 +9,22 @@ from pathlib import Path
 import pytest
 from conftest import MINI_SWE, ROOT, SHARED_DATA
 
-from compaction_eval.importers import FORMATS, convert, convert_all, detect_format
-from compaction_eval.importing import import_files
-from compaction_eval.labels import CATEGORIES, lint_against_trace, load_labels
-from compaction_eval.problems import ContractError
-from compaction_eval.traces import load_trace, message_text, read_json_file, trace_from_json, validate_trace
+from compaction_eval.contracts.labels import CATEGORIES, lint_against_trace, load_labels
+from compaction_eval.contracts.problems import ContractError
+from compaction_eval.contracts.traces import (
+    load_trace,
+    message_text,
+    read_json_file,
+    trace_from_json,
+    validate_trace,
+)
+from compaction_eval.corpus.importers import (
+    FORMATS,
+    convert,
+    convert_all,
+    detect_format,
+)
+from compaction_eval.corpus.importing import import_files
 
 OPENHANDS = SHARED_DATA / "openhands" / "swe-gym-openhands" / "sample_raw.json"
 MINI_FILES = sorted(MINI_SWE.glob("*.traj.json"))

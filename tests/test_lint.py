@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from compaction_eval.cli import main
-from compaction_eval.corpus import load_corpus
-from compaction_eval.importers import convert
-from compaction_eval.problems import ContractError
-
 from conftest import MINI_SWE
+
+from compaction_eval.cli.main import main
+from compaction_eval.contracts.problems import ContractError
+from compaction_eval.corpus.importers import convert
+from compaction_eval.corpus.load import load_corpus
 
 TRACE = {
     "schema": "compaction-eval/trace@1",

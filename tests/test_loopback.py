@@ -10,7 +10,14 @@ import anthropic
 import httpx
 import pytest
 
-from compaction_eval.loopback import Fault, FaultPlan, LoopbackServer, PrefixCache, Usage, billed_input
+from compaction_eval.loopback import (
+    Fault,
+    FaultPlan,
+    LoopbackServer,
+    PrefixCache,
+    Usage,
+    billed_input,
+)
 from compaction_eval.loopback.cache_model import request_blocks
 from compaction_eval.loopback.faults import parse_fault
 

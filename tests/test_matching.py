@@ -9,9 +9,15 @@ import json
 import pytest
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
-from compaction_eval.labels import Fact
-from compaction_eval.matching.judge import JudgeOutputError, judge_facts, parse_judge_output, verdicts_from_text
-from compaction_eval.matching.literal import (
+from compaction_eval.contracts.labels import Fact
+from compaction_eval.contracts.traces import fold
+from compaction_eval.recall.matching.judge import (
+    JudgeOutputError,
+    judge_facts,
+    parse_judge_output,
+    verdicts_from_text,
+)
+from compaction_eval.recall.matching.literal import (
     SourceIndex,
     SummaryText,
     _number_near,
@@ -22,7 +28,7 @@ from compaction_eval.matching.literal import (
     literal_match,
     near_misses,
 )
-from compaction_eval.matching.normalize import (
+from compaction_eval.recall.matching.normalize import (
     all_numbers,
     canonical_number,
     normalize,
@@ -32,8 +38,13 @@ from compaction_eval.matching.normalize import (
     split_units,
     stem,
 )
-from compaction_eval.matching.semantic import negation_conflict, outcome, reason_kept, reason_overlap, split_reason
-from compaction_eval.traces import fold
+from compaction_eval.recall.matching.semantic import (
+    negation_conflict,
+    outcome,
+    reason_kept,
+    reason_overlap,
+    split_reason,
+)
 
 
 def source(text: str) -> SourceIndex:
@@ -412,7 +423,7 @@ def test_cosines_match_scikit_learn_tfidf():
     import numpy as np
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    from compaction_eval.matching.semantic import _cosines
+    from compaction_eval.recall.matching.semantic import _cosines
 
     texts = ["do not modify tests", "use only the primary key key"]
     units = ["tests are off limits", "we use the primary key", "key key key", "nothing relevant"]

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from compaction_eval.problems import ContractError
-from compaction_eval.prompts import load_candidate, load_candidates
-
 from conftest import ROOT
+
+from compaction_eval.contracts.problems import ContractError
+from compaction_eval.contracts.prompts import load_candidate, load_candidates
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from compaction_eval.loopback import Fault, LoopbackServer
-from conftest import ROOT
 
 DUMMY_KEY = "sk-ant-DUMMY-KEY-0123456789"
 SAMPLES = 2 * 2  # one trace with 2 points x 2 prompts
@@ -55,7 +55,7 @@ def _env(server: LoopbackServer, cwd: Path) -> dict[str, str]:
 
 
 def recall(server: LoopbackServer, cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "compaction_eval.cli", "recall", *SMALL, "--out", str(cwd / "results"), *args]
+    cmd = [sys.executable, "-m", "compaction_eval.cli.main", "recall", *SMALL, "--out", str(cwd / "results"), *args]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=_env(server, cwd), timeout=300)
 
 
@@ -144,7 +144,7 @@ def test_killed_run_resumes_without_losing_duplicating_or_repaying(loopback, tmp
     # One answer gets through, the other requests are held unanswered: kill there.
     loopback.faults.after(1, "hang")
     start = len(loopback.requests)
-    cmd = [sys.executable, "-m", "compaction_eval.cli", "recall", *SMALL, "--out", str(tmp_path / "results"), "--run", "k"]
+    cmd = [sys.executable, "-m", "compaction_eval.cli.main", "recall", *SMALL, "--out", str(tmp_path / "results"), "--run", "k"]
     with open(tmp_path / "killed.err", "w") as err:
         proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(loopback, tmp_path), stdout=subprocess.DEVNULL, stderr=err)
         try:
@@ -182,7 +182,7 @@ def test_redact_keeps_secrets_from_the_model(loopback, tmp_path):
     assert secret in gzip.decompress(trace.read_bytes()).decode()
     loopback.keep_bodies, loopback.bodies[:] = True, []
     try:
-        cmd = [sys.executable, "-m", "compaction_eval.cli", "recall", "--traces", str(trace),
+        cmd = [sys.executable, "-m", "compaction_eval.cli.main", "recall", "--traces", str(trace),
                "--labels", str(ROOT / "labels" / "synth-ci-broken-001.yaml"), "--prompts", str(ROOT / "prompts" / "recall_max.j2"),
                "--model", "anthropic/claude-test", "--display", "none", "--redact", "--out", str(tmp_path / "results"), "--run", "red"]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=_env(loopback, tmp_path), timeout=300)
@@ -203,7 +203,7 @@ def test_horizon_suite_runs_over_http_through_faults(loopback, tmp_path):
     # agent's requests with the scripted agent and the compactor's with the summariser.
     loopback.faults.push("rate_limit").push("overloaded")
     start = len(loopback.requests)
-    cmd = [sys.executable, "-m", "compaction_eval.cli", "horizon", "--model", "anthropic/claude-test",
+    cmd = [sys.executable, "-m", "compaction_eval.cli.main", "horizon", "--model", "anthropic/claude-test",
            "--compactor", "anthropic/claude-test", "--worlds", "build-01", "--configs", "full",
            "--prompts-dir", str(ROOT / "prompts"), "--out", str(tmp_path / "results"), "--run", "h", "--display", "none"]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=_env(loopback, tmp_path), timeout=600)
@@ -223,7 +223,7 @@ HORIZON = ["--model", "anthropic/claude-test", "--compactor", "anthropic/claude-
 def test_killed_horizon_run_resumes_without_repaying(loopback, tmp_path):
     """The agent loop is sequential: kill it after a few answered steps, rerun, and the
     steps already paid for come from the generate cache; the world still completes once."""
-    cmd = [sys.executable, "-m", "compaction_eval.cli", "horizon", *HORIZON, "--out", str(tmp_path / "results"), "--run", "hk"]
+    cmd = [sys.executable, "-m", "compaction_eval.cli.main", "horizon", *HORIZON, "--out", str(tmp_path / "results"), "--run", "hk"]
     loopback.faults.after(3, "hang")
     start = len(loopback.requests)
     with open(tmp_path / "killed.err", "w") as err:

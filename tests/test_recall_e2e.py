@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import MINI_SWE, ROOT
 
 SMALL = [
@@ -26,7 +25,7 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     home.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("INSPECT_", "XDG_"))}
     env.update(HOME=str(home), PYTHONWARNINGS="ignore", INSPECT_DISPLAY="none")
-    return subprocess.run([sys.executable, "-m", "compaction_eval.cli", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+    return subprocess.run([sys.executable, "-m", "compaction_eval.cli.main", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
 
 
 @pytest.fixture(scope="module")

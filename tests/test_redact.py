@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from compaction_eval.redact import redact_file, redact_json, redact_text
+from compaction_eval.corpus.redact import redact_file, redact_json, redact_text
 
 
 @pytest.mark.parametrize(

@@ -27,16 +27,20 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import MINI_SWE, ROOT
 from PIL import Image, ImageStat
 
-from compaction_eval.compare import compare_dirs
+from compaction_eval.contracts.runfiles import read_results, write_json_atomic
+from compaction_eval.gate.compare import compare_dirs
+from compaction_eval.recall.run import RecallConfig, run_recall
 from compaction_eval.report import render_report
-from compaction_eval.report.drilldown import Mark, highlight_summary, mark_text, source_excerpt
+from compaction_eval.report.drilldown import (
+    Mark,
+    highlight_summary,
+    mark_text,
+    source_excerpt,
+)
 from compaction_eval.report.render import build_context, render_html
-from compaction_eval.results import read_results, write_json_atomic
-from compaction_eval.run_recall import RecallConfig, run_recall
-
-from conftest import MINI_SWE, ROOT
 
 # ----------------------------------------------------------------------------- headless Chromium
 
@@ -392,7 +396,7 @@ def test_drilldown_shows_every_expected_fact_kept_or_lost_per_prompt(page, resul
 def test_hostile_text_renders_inert_and_intact(page, report, results):
     raw = report.read_text(encoding="utf-8")
     assert SCRIPT not in raw and "<img" not in raw and "{{ 7*7 }}" in raw
-    sid = page.js(f"[...document.querySelectorAll('details.sample')].find(d => d.dataset.search.startsWith('evil-')).id")
+    sid = page.js("[...document.querySelectorAll('details.sample')].find(d => d.dataset.search.startsWith('evil-')).id")
     open_sample(page, sid)
     # nothing was injected: our one script, no image, no dialog, no error
     assert page.js("document.scripts.length") == 1
@@ -522,7 +526,7 @@ def test_rendering_is_deterministic_apart_from_the_generation_time(runs, tmp_pat
 
 
 def test_a_directory_without_results_is_refused(tmp_path):
-    from compaction_eval.problems import ContractError
+    from compaction_eval.contracts.problems import ContractError
 
     with pytest.raises(ContractError, match="not a run directory"):
         render_report(tmp_path)
@@ -611,7 +615,7 @@ def horizon_run(tmp_path_factory) -> dict:
 
 def _matchers_json() -> dict:
     """A validate-matchers result (the shape `validate` writes) with known κ values."""
-    from compaction_eval.validate_matchers import agreement
+    from compaction_eval.validation.matchers import agreement
 
     gold = [True, True, False, True, False, True]
     pred = [True, False, False, True, False, True]

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from compaction_eval.cli import main
-
 from conftest import ROOT
+
+from compaction_eval.cli.main import main
 
 TRACE = ROOT / "fixtures" / "traces" / "synth-ci-broken-001.json.gz"
 LABELS = ROOT / "labels" / "synth-ci-broken-001.yaml"

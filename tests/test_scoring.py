@@ -13,15 +13,14 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import MINI_SWE
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
-from compaction_eval.labels import lint_against_trace, load_labels
-from compaction_eval.matching.judge import JudgeVerdict, judge_facts
-from compaction_eval.matching.literal import source_index
-from compaction_eval.scoring import SummaryScore, score_summary
-from compaction_eval.traces import Trace, trace_from_json, validate_trace
-
-from conftest import MINI_SWE
+from compaction_eval.contracts.labels import lint_against_trace, load_labels
+from compaction_eval.contracts.traces import Trace, trace_from_json, validate_trace
+from compaction_eval.recall.matching.judge import JudgeVerdict, judge_facts
+from compaction_eval.recall.matching.literal import source_index
+from compaction_eval.recall.scoring import SummaryScore, score_summary
 
 DATA = Path(__file__).parent / "data" / "scoring"
 AT = 84

@@ -7,9 +7,13 @@ import json
 import numpy as np
 import pytest
 
-from compaction_eval.problems import ContractError
-from compaction_eval.results import read_results, staged_run_dir, write_json_atomic
-from compaction_eval.stats import bootstrap_mean_ci
+from compaction_eval.contracts.problems import ContractError
+from compaction_eval.contracts.runfiles import (
+    read_results,
+    staged_run_dir,
+    write_json_atomic,
+)
+from compaction_eval.stats.bootstrap import bootstrap_mean_ci
 
 
 def test_bootstrap_interval_covers_the_mean_and_narrows_with_n():
@@ -69,7 +73,7 @@ def test_read_results_rejects_other_files(tmp_path):
 
 
 def test_prompt_rows_split_real_from_synthetic_traces():
-    from compaction_eval.aggregate import summarise_prompts
+    from compaction_eval.recall.aggregate import summarise_prompts
 
     def sample(recall, synthetic):
         return {"prompt": "p", "recall": recall, "precision": 0.5, "context_recall": 1.0, "recall_by_category": {},

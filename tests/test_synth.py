@@ -6,17 +6,20 @@ import gzip
 import json
 import re
 import time
-from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
-from compaction_eval.labels import CATEGORIES, lint_against_trace, load_labels
+from compaction_eval.contracts.labels import CATEGORIES, lint_against_trace, load_labels
+from compaction_eval.contracts.traces import (
+    fold,
+    load_trace,
+    message_text,
+    validate_trace,
+)
 from compaction_eval.synth import LARGE_SPECS, SPECS, generate, write
 from compaction_eval.synth.__main__ import main as synth_main
 from compaction_eval.synth.build import SynthError, TraceBuilder
-from compaction_eval.traces import fold, load_trace, message_text, validate_trace
-
-from conftest import ROOT
 
 TRACES = ROOT / "fixtures" / "traces"
 LABELS = ROOT / "labels"

@@ -1,19 +1,24 @@
-"""Recall-first tuning (compaction_eval.tune): reduced prompts, the elimination path, the
+"""Recall-first tuning (compaction_eval.tune.ablation): reduced prompts, the elimination path, the
 recommended stop, the CLI end to end on one small trace, and the frontier in the report."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-
-from compaction_eval import tune as tune_mod
-from compaction_eval.cli import main
-from compaction_eval.prompts import Candidate, load_candidate
-from compaction_eval.tune import Point, TuneConfig, recommend, reduced_template, tune, write_variant
-
 from conftest import ROOT
+
+from compaction_eval.cli.main import main
+from compaction_eval.contracts.prompts import Candidate, load_candidate
+from compaction_eval.tune import ablation as tune_mod
+from compaction_eval.tune.ablation import (
+    Point,
+    TuneConfig,
+    recommend,
+    reduced_template,
+    tune,
+    write_variant,
+)
 
 RECALL_MAX = ROOT / "prompts" / "recall_max.j2"
 

@@ -8,15 +8,20 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
-from compaction_eval.cli import main
-from compaction_eval.labels import Fact
-from compaction_eval.matching.judge import contradicts, verdicts_from_text
-from compaction_eval.matching.literal import SummaryText, literal_match
-from compaction_eval.matching.semantic import changed_number, negation_conflict, weakened
-from compaction_eval.matching.semantic import _attempt_outcome as attempt_outcome
-from compaction_eval.problems import ContractError
-from compaction_eval.validate_matchers import (
+from compaction_eval.cli.main import main
+from compaction_eval.contracts.labels import Fact
+from compaction_eval.contracts.problems import ContractError
+from compaction_eval.recall.matching.judge import contradicts, verdicts_from_text
+from compaction_eval.recall.matching.literal import SummaryText, literal_match
+from compaction_eval.recall.matching.semantic import _attempt_outcome as attempt_outcome
+from compaction_eval.recall.matching.semantic import (
+    changed_number,
+    negation_conflict,
+    weakened,
+)
+from compaction_eval.validation.matchers import (
     Control,
     agreement,
     kappa,
@@ -25,8 +30,6 @@ from compaction_eval.validate_matchers import (
     run_controls,
     validate,
 )
-
-from conftest import ROOT
 
 GOLD = ROOT / "labels" / "gold"
 CI_LABELS = ROOT / "labels" / "synth-ci-broken-001.yaml"
@@ -143,7 +146,7 @@ def _tiny_gold(tmp_path: Path) -> Path:
 
 
 def test_validate_with_a_scripted_judge_checks_its_quotes(tmp_path):
-    from compaction_eval.validate_matchers import scripted_model
+    from compaction_eval.validation.matchers import scripted_model
 
     answer = json.dumps([
         {"id": "intent", "kept": True, "quote": "get the nightly CI on main green again", "reason": "stated"},

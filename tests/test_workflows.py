@@ -12,10 +12,9 @@ import shlex
 
 import pytest
 import yaml
-
-from compaction_eval.cli import build_parser
-
 from conftest import ROOT
+
+from compaction_eval.cli.main import build_parser
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 

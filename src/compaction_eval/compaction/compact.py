@@ -7,11 +7,15 @@ from typing import Literal
 
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, Model
 
-from ..prompts import Candidate
-from ..tokens import count_tokens, truncate_tokens
-from ..traces import Trace
-from .render import render_message_text, render_span_text, to_chat_messages
-from .split import Split, split_history
+from compaction_eval.compaction.render import (
+    render_message_text,
+    render_span_text,
+    to_chat_messages,
+)
+from compaction_eval.compaction.split import Split, split_history
+from compaction_eval.contracts.prompts import Candidate
+from compaction_eval.contracts.tokens import count_tokens, truncate_tokens
+from compaction_eval.contracts.traces import Trace
 
 Shape = Literal["inline", "messages"]
 SHAPES: tuple[Shape, ...] = ("inline", "messages")

@@ -18,7 +18,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolCall
 
-from ..traces import block_text
+from compaction_eval.contracts.traces import block_text
 
 
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..traces import Trace
+from compaction_eval.contracts.traces import Trace
 
 
 @dataclass(frozen=True)

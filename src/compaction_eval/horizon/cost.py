@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .prices import PriceTable
+from compaction_eval.horizon.prices import PriceTable
 
 LOOKBACK_BLOCKS = 20
 

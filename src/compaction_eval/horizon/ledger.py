@@ -14,7 +14,7 @@ from typing import Any
 from inspect_ai.model import ChatMessage, ModelUsage
 from inspect_ai.tool import ToolInfo
 
-from ..chat_tokens import message_tokens, tools_tokens
+from compaction_eval.contracts.chat_tokens import message_tokens, tools_tokens
 
 STORE_KEY = "horizon"
 

@@ -6,10 +6,15 @@ from typing import Any
 
 import numpy as np
 
-from ..stats import bootstrap_mean_ci
-from .cost import CostBreakdown, reported_cost, simulate_cache, uncached_cost
-from .ledger import STORE_KEY
-from .prices import PriceTable
+from compaction_eval.horizon.cost import (
+    CostBreakdown,
+    reported_cost,
+    simulate_cache,
+    uncached_cost,
+)
+from compaction_eval.horizon.ledger import STORE_KEY
+from compaction_eval.horizon.prices import PriceTable
+from compaction_eval.stats.bootstrap import bootstrap_mean_ci
 
 SCORER = "horizon_checker"
 COST_PARTS = ("uncached", "cache_write", "cache_read", "output", "compaction")

@@ -8,11 +8,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..results import PID_FILE, clear_interrupted, staged_run_dir, write_json_atomic
-from ..worlds import world_ids
-from .ablation import cache_ablation
-from .measure import config_summary, sample_record
-from .prices import PRICES, PriceTable, price_for
+from compaction_eval.contracts.runfiles import (
+    PID_FILE,
+    clear_interrupted,
+    staged_run_dir,
+    write_json_atomic,
+)
+from compaction_eval.horizon.ablation import cache_ablation
+from compaction_eval.horizon.measure import config_summary, sample_record
+from compaction_eval.horizon.prices import PRICES, PriceTable, price_for
+from compaction_eval.horizon.worlds import world_ids
 
 SCHEMA = "compaction-eval/horizon@1"
 HORIZON_FILE = "horizon.json"
@@ -79,7 +84,7 @@ def run_horizon(config: HorizonConfig, out: Path, *, existing: bool = False) -> 
 def _run_into(config: HorizonConfig, directory: Path, final: Path) -> dict[str, Any]:
     from inspect_ai import eval as inspect_eval
 
-    from ..tasks.long_horizon import long_horizon
+    from compaction_eval.horizon.task import long_horizon
 
     ids = config.worlds or world_ids()
     tasks = [

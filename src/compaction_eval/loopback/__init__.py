@@ -6,8 +6,8 @@ summariser's answer), reports prompt-cache usage from a prefix-cache model, and 
 faults on demand. Start it with `python -m compaction_eval.loopback --port N`.
 """
 
-from .cache_model import PrefixCache, Usage, billed_input
-from .faults import FAULT_KINDS, Fault, FaultPlan
-from .server import LoopbackServer
+from compaction_eval.loopback.cache_model import PrefixCache, Usage, billed_input
+from compaction_eval.loopback.faults import FAULT_KINDS, Fault, FaultPlan
+from compaction_eval.loopback.server import LoopbackServer
 
 __all__ = ["FAULT_KINDS", "Fault", "FaultPlan", "LoopbackServer", "PrefixCache", "Usage", "billed_input"]

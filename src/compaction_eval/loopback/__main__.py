@@ -10,9 +10,9 @@ import signal
 import sys
 import time
 
-from .cache_model import PrefixCache
-from .faults import FAULT_KINDS, Fault, parse_fault
-from .server import LoopbackServer
+from compaction_eval.loopback.cache_model import PrefixCache
+from compaction_eval.loopback.faults import FAULT_KINDS, Fault, parse_fault
+from compaction_eval.loopback.server import LoopbackServer
 
 
 def main(argv: list[str] | None = None) -> int:

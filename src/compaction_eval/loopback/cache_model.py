@@ -11,7 +11,7 @@ on the last block. Semantics modelled (after the API documentation):
   blocks before one; it is billed at 0.1x, a write at 1.25x (5 minute TTL);
 - entries expire `ttl` seconds after their last use (a read refreshes them).
 
-Token counts come from `compaction_eval.tokens.count_tokens` over each block's JSON, an
+Token counts come from `compaction_eval.contracts.tokens.count_tokens` over each block's JSON, an
 estimate of Anthropic's tokenizer that is consistent between requests, which is what the
 arithmetic needs.
 """
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..tokens import count_tokens
+from compaction_eval.contracts.tokens import count_tokens
 
 WRITE_MULTIPLIER = 1.25
 READ_MULTIPLIER = 0.1

@@ -15,12 +15,18 @@ import json
 import re
 from typing import Any
 
-from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageTool, ChatMessageUser
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageTool,
+    ChatMessageUser,
+)
 from inspect_ai.tool import ToolCall
 
-from ..models.summarise import summarise
-from ..models.transcript import split_request
-from ..tokens import count_tokens
+from compaction_eval.compaction.transcript import split_request
+from compaction_eval.contracts.tokens import count_tokens
+from compaction_eval.standins.summarise import summarise
 
 _CALL = re.compile(r"^CALL (\S+) (\{.*\})\s*$", re.MULTILINE)
 
@@ -82,7 +88,7 @@ def _scripted(request: dict[str, Any]) -> tuple[str, list[ToolCall]] | None:
     """The scripted agent's next action, when the request's tools belong to a world."""
     from inspect_ai.tool import ToolInfo, ToolParams
 
-    from ..models.scripted import _world_from_tools, next_action
+    from compaction_eval.standins.scripted import _world_from_tools, next_action
 
     tools = []
     for t in request.get("tools") or []:

@@ -19,10 +19,10 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .cache_model import PrefixCache, Usage
-from .faults import Fault, FaultPlan
-from .responder import answer, request_key
-from .sse import message_events
+from compaction_eval.loopback.cache_model import PrefixCache, Usage
+from compaction_eval.loopback.faults import Fault, FaultPlan
+from compaction_eval.loopback.responder import answer, request_key
+from compaction_eval.loopback.sse import message_events
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
                429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}

@@ -24,13 +24,18 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from ..compare import Comparison, CorpusMismatch, compare_runs, paired_delta
-from ..labels import CATEGORIES, Labels
-from ..problems import ContractError, Problem
-from ..results import RESULTS_FILE, read_results
-from ..traces import Trace
-from . import plots
-from .drilldown import Mark, highlight_summary, source_excerpt
+from compaction_eval.contracts.labels import CATEGORIES, Labels
+from compaction_eval.contracts.problems import ContractError, Problem
+from compaction_eval.contracts.runfiles import RESULTS_FILE, read_results
+from compaction_eval.contracts.traces import Trace
+from compaction_eval.gate.compare import (
+    Comparison,
+    CorpusMismatch,
+    compare_runs,
+    paired_delta,
+)
+from compaction_eval.report import plots
+from compaction_eval.report.drilldown import Mark, highlight_summary, source_excerpt
 
 HORIZON_FILE = "horizon.json"
 HORIZON_SCHEMA = "compaction-eval/horizon@1"
@@ -130,8 +135,13 @@ def load_source_corpus(
     Never raises for missing or broken files: the drill-down then shows verdicts without
     fact text and source excerpts, and says why.
     """
-    from ..corpus import NotATrace, label_paths, read_trace, trace_paths
-    from ..labels import load_labels
+    from compaction_eval.contracts.labels import load_labels
+    from compaction_eval.corpus.load import (
+        NotATrace,
+        label_paths,
+        read_trace,
+        trace_paths,
+    )
 
     needed = {s["trace"] for s in results.get("samples", [])}
     config = results.get("config", {})
@@ -716,7 +726,9 @@ def render_report(
         raise ContractError([Problem(str(run_dir), "", f"no {RESULTS_FILE} or {HORIZON_FILE}: not a run directory")])
     results = read_results(run_dir) if has_results else None
     base = read_results(baseline) if baseline is not None else None
-    from ..tune import read_tune  # tune.json, written by `compaction-eval tune --results RUN_DIR`
+    from compaction_eval.tune.ablation import (
+        read_tune,  # tune.json, written by `compaction-eval tune --results RUN_DIR`
+    )
 
     tune = read_tune(run_dir) if run_dir.is_dir() else None
     corpus = load_source_corpus(results, run_dir, traces, labels) if results else None
@@ -726,7 +738,7 @@ def render_report(
     )
     target = Path(out) if out is not None else (run_dir if run_dir.is_dir() else run_dir.parent) / REPORT_FILE
     if tune is not None:
-        from .tune_view import tune_view
+        from compaction_eval.report.tune_view import tune_view
 
         context["tune"] = tune_view(tune)
     _write_atomic(target, render_html(context))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import plots
+from compaction_eval.report import plots
 
 
 def tune_svg(frontier: list[dict[str, Any]], recommended: int) -> str:

@@ -18,11 +18,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..tokens import count_many
-from ..traces import message_text
-from .build import SynthError, SynthTrace, TraceBuilder
-from .families import ci_broken, dep_upgrade, pipeline_incident, refactor, support_thread
-from .padding import make_plan
+from compaction_eval.contracts.tokens import count_many
+from compaction_eval.contracts.traces import message_text
+from compaction_eval.synth.build import SynthError, SynthTrace, TraceBuilder
+from compaction_eval.synth.families import (
+    ci_broken,
+    dep_upgrade,
+    pipeline_incident,
+    refactor,
+    support_thread,
+)
+from compaction_eval.synth.padding import make_plan
 
 __all__ = ["CORPORA", "LARGE_SPECS", "SPECS", "Spec", "SynthError", "SynthTrace", "TraceBuilder", "build_spec",
            "generate", "write"]

@@ -9,9 +9,9 @@ import argparse
 import sys
 import time
 
-from ..tokens import count_many
-from ..traces import message_text
-from . import CORPORA, write
+from compaction_eval.contracts.tokens import count_many
+from compaction_eval.contracts.traces import message_text
+from compaction_eval.synth import CORPORA, write
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,12 +16,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..labels import CATEGORIES
-from .padding import PaddingPlan, filler
-from .tooloutput import Vocab
-from ..traces import SCHEMA as TRACE_SCHEMA
-from ..traces import fold, message_text
-from ..labels import SCHEMA as LABELS_SCHEMA
+from compaction_eval.contracts.labels import CATEGORIES, labels_yaml
+from compaction_eval.contracts.labels import SCHEMA as LABELS_SCHEMA
+from compaction_eval.contracts.traces import SCHEMA as TRACE_SCHEMA
+from compaction_eval.contracts.traces import fold, message_text
+from compaction_eval.synth.padding import PaddingPlan, filler
+from compaction_eval.synth.tooloutput import Vocab
 
 GENERATOR = "compaction_eval.synth"
 
@@ -399,42 +399,3 @@ def _fact_dict(f: _Item) -> dict[str, Any]:
 def _avoid_dict(a: _Item) -> dict[str, Any]:
     return {"id": a.id, "reason": a.reason, "text": a.text, "keys": a.keys, "source": a.source}
 
-
-# -------------------------------------------------------------------------- YAML
-
-
-def _q(value: Any) -> str:
-    """A YAML scalar: JSON strings are valid double-quoted YAML and need no escaping rules of ours."""
-    return json.dumps(value, ensure_ascii=False)
-
-
-def labels_yaml(labels: dict[str, Any], header: str = "") -> str:
-    """The labels as readable YAML (flow lists for keys and sources, one field a line)."""
-    out = [header.rstrip("\n")] if header else []
-    out += [f"schema: {labels['schema']}", f"trace: {labels['trace']}", f"labelled_by: {labels['labelled_by']}"]
-    out.append("points:")
-    out += [f"  - at: {p['at']}" for p in labels["points"]]
-    for section in ("facts", "avoid"):
-        if not labels.get(section):
-            continue
-        out.append(f"{section}:")
-        for item in labels[section]:
-            first = True
-            for key, value in item.items():
-                lead = "  - " if first else "    "
-                first = False
-                if isinstance(value, list):
-                    if value and isinstance(value[0], list):
-                        rendered = "[" + ", ".join("[" + ", ".join(_q(v) for v in sub) + "]" for sub in value) + "]"
-                    else:
-                        rendered = "[" + ", ".join(_q(v) for v in value) + "]"
-                elif isinstance(value, bool):
-                    rendered = "true" if value else "false"
-                elif isinstance(value, int):
-                    rendered = str(value)
-                elif key in ("id", "category", "reason"):
-                    rendered = value
-                else:
-                    rendered = _q(value)
-                out.append(f"{lead}{key}: {rendered}")
-    return "\n".join(out) + "\n"

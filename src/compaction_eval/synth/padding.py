@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .tooloutput import Vocab, python_module, test_names
+from compaction_eval.synth.tooloutput import Vocab, python_module, test_names
 
 PROFILES = ("uniform", "front", "back", "middle")
 # Rough characters per token of code and logs (only used to size filler; traces are
-# measured with compaction_eval.tokens afterwards).
+# measured with compaction_eval.contracts.tokens afterwards).
 CHARS_PER_TOKEN = 3.4
 
 

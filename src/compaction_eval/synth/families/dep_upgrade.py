@@ -12,11 +12,24 @@ from __future__ import annotations
 import random
 from types import SimpleNamespace
 
-from ..build import SynthTrace, TraceBuilder
-from ..padding import PaddingPlan
-from ..tooloutput import (
-    SourceFile, Vocab, fake_live_token, grep_output, pytest_header, pytest_module, pytest_progress, pytest_summary,
-    python_module, python_traceback, real_hits, short_summary, split_total, synthetic_hits, traceback_frames,
+from compaction_eval.synth.build import SynthTrace, TraceBuilder
+from compaction_eval.synth.padding import PaddingPlan
+from compaction_eval.synth.tooloutput import (
+    SourceFile,
+    Vocab,
+    fake_live_token,
+    grep_output,
+    pytest_header,
+    pytest_module,
+    pytest_progress,
+    pytest_summary,
+    python_module,
+    python_traceback,
+    real_hits,
+    short_summary,
+    split_total,
+    synthetic_hits,
+    traceback_frames,
     unified_diff,
 )
 
@@ -419,7 +432,7 @@ def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = 
             traceback_frames(frames, c.bug1_error),
             short_summary([(f"{c.bug1_test}::{t}", c.bug1_error) for t in c.bug1_tests]),
             pytest_summary(failed=n1, passed=c.passed - n1, skipped=c.skipped, seconds=rng.uniform(30, 80))])
-    r1 = b.call(f"Installed. Full suite with both packages in place.", "run_tests", {"target": "tests", "args": "-q -p no:randomly --tb=short"}, run1)
+    r1 = b.call("Installed. Full suite with both packages in place.", "run_tests", {"target": "tests", "args": "-q -p no:randomly --tb=short"}, run1)
     fix1_file = bug1.replaced_lines(c.bug1_old, c.bug1_new)
     d1 = b.call(
         f"First breaking change: `{c.bug1_error}` at {c.bug1_file}:{bug1_line}. Decision: {c.decision}.",

@@ -14,11 +14,24 @@ import random
 import re
 from types import SimpleNamespace
 
-from ..build import SynthTrace, TraceBuilder
-from ..padding import PaddingPlan
-from ..tooloutput import (
-    SourceFile, Vocab, env_dump, fake_aws_key_id, fake_live_token, git_log, grep_output, pytest_module,
-    pytest_progress, pytest_summary, python_module, real_hits, sql_table, stub_file, unified_diff,
+from compaction_eval.synth.build import SynthTrace, TraceBuilder
+from compaction_eval.synth.padding import PaddingPlan
+from compaction_eval.synth.tooloutput import (
+    SourceFile,
+    Vocab,
+    env_dump,
+    fake_aws_key_id,
+    fake_live_token,
+    git_log,
+    grep_output,
+    pytest_module,
+    pytest_progress,
+    pytest_summary,
+    python_module,
+    real_hits,
+    sql_table,
+    stub_file,
+    unified_diff,
 )
 
 FAMILY = "pipeline-incident"
@@ -157,7 +170,7 @@ def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = 
 
     # ---- the fake repository
     sweep_block = [
-        f"def run(run_date: date, *, dry_run: bool = False) -> SweepResult:",
+        "def run(run_date: date, *, dry_run: bool = False) -> SweepResult:",
         f'    """Append rows that arrived after the daily load to their day\'s partition of {c.dst_table}."""',
         c.buggy_line,
         f"    late = source.read_late({c.src_table!r}, since=watermark(run_date))",
@@ -319,7 +332,7 @@ def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = 
     b.point()
     lin = b.call("Checking what a rerun of the load would trigger downstream.", "bash",
                  {"command": f"pipectl lineage {c.load_job} --downstream --depth 2"},
-                 "\n".join([f"{c.load_job}", f"├── {c.dedup_job}", f"│   └── dashboard_refresh",
+                 "\n".join([f"{c.load_job}", f"├── {c.dedup_job}", "│   └── dashboard_refresh",
                             f"├── {c.downstream}  (trigger: on_success, side effects: external)",
                             f"│   └── {c.downstream}_audit", "└── dashboard_refresh"]))
     downstream = python_module(rng, f"pipelines/{c.downstream_dir}/{c.downstream}.py", v,
@@ -354,8 +367,8 @@ def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = 
            unified_diff(tests.path, tests.lines, with_test.lines, rng))
     b.call("Running it against the fixed code.", "run_tests", {"target": tests.path, "args": "-q"},
            "\n".join([pytest_progress(rng, [(tests.path, 18, 0, 0)]), pytest_summary(passed=18, seconds=rng.uniform(0.6, 2))]))
-    b.call(f"Green. Before writing the script: are any of the misplaced "
-           f"rows also present in their right partition (which would make a plain INSERT double count)?",
+    b.call("Green. Before writing the script: are any of the misplaced "
+           "rows also present in their right partition (which would make a plain INSERT double count)?",
            "bash", {"command": f'{wh} "SELECT count(*) FROM {c.dst_table} a JOIN {c.dst_table} b ON a.{c.key} = b.{c.key} '
                                f'AND a.dt <> b.dt WHERE a.dt >= \'{min(d for d, _ in c.misplaced)}\'"'},
            sql_table(["count"], [(0,)]))
@@ -378,7 +391,7 @@ def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = 
     b.point()
     cmd = f"wh exec --file {c.backfill_file} --role PIPELINE_WRITER"
     b.call("Dry run.", "bash", {"command": cmd + " --dry-run"},
-           "\n".join([f"-- dry run: no changes will be made", f"MERGE INTO {c.dst_table}: would insert {total_bad} rows, "
+           "\n".join(["-- dry run: no changes will be made", f"MERGE INTO {c.dst_table}: would insert {total_bad} rows, "
                       "update 0", f"DELETE FROM {c.dst_table}: would delete {total_bad} rows",
                       f"partitions touched: {', '.join(sorted({d for d, _ in c.misplaced} | {w[0] for w in c.window[1:]}))}"]))
     b.call("Exactly the misplaced rows. And if it runs twice? Simulating the second run on the dry-run plan.",

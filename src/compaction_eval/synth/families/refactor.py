@@ -13,12 +13,26 @@ import random
 import re
 from types import SimpleNamespace
 
-from ..build import SynthTrace, TraceBuilder
-from ..padding import PaddingPlan
-from ..tooloutput import (
-    SourceFile, Vocab, env_dump, fake_aws_key_id, fake_live_token, grep_output, ls_output, pytest_header,
-    pytest_module, pytest_progress, pytest_summary, python_module, real_hits, short_summary, split_total,
-    synthetic_hits, unified_diff,
+from compaction_eval.synth.build import SynthTrace, TraceBuilder
+from compaction_eval.synth.padding import PaddingPlan
+from compaction_eval.synth.tooloutput import (
+    SourceFile,
+    Vocab,
+    env_dump,
+    fake_aws_key_id,
+    fake_live_token,
+    grep_output,
+    ls_output,
+    pytest_header,
+    pytest_module,
+    pytest_progress,
+    pytest_summary,
+    python_module,
+    real_hits,
+    short_summary,
+    split_total,
+    synthetic_hits,
+    unified_diff,
 )
 
 FAMILY = "refactor"
@@ -116,7 +130,7 @@ def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = 
                                    "        return get_response(request)",
                                    "    return middleware"]],
                          target_lines=rng.randint(120, 160))
-    test_file = pytest_module(rng, f"tests/tenancy/test_resolver.py", v,
+    test_file = pytest_module(rng, "tests/tenancy/test_resolver.py", v,
                               imports=[f"from {pkg}.tenancy import {c.old}", f"from {pkg}.tenancy.errors import TenantNotFound"],
                               planted=[[f"def test_{c.old}_custom_domain(rf, tenant_factory):",
                                         '    tenant = tenant_factory(domains=["billing.acme.com"])',
@@ -165,7 +179,7 @@ def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = 
     mig_b = SourceFile("migrations/versions/0057_domain_aliases.py", [
         '"""Domain aliases for tenants."""', "", f"from {pkg}.tenancy import {c.old}", "", "",
         "def upgrade():", "    # uses the resolver to validate existing aliases",
-        f"    for alias in _aliases():", f"        assert {c.old}(alias.as_request()) is not None",
+        "    for alias in _aliases():", f"        assert {c.old}(alias.as_request()) is not None",
     ])
     mig_hits = real_hits(word, [mig_a, mig_b])
     docs = [("docs/tenancy.md", 14, f"Use `{c.old}(request)` to get the current tenant."),
@@ -205,7 +219,7 @@ def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = 
            "and what was deliberately left alone.", ["call sites"], [0])
 
     # ---- phase A: size it, find the definition, the look-alikes, the frozen users
-    b.call(f"Let me size this first with a plain search under src/.", "grep", {"pattern": c.old, "path": "src"},
+    b.call("Let me size this first with a plain search under src/.", "grep", {"pattern": c.old, "path": "src"},
            grep_output(naive))
     s2 = b.call(
         f"{len(naive)} matching lines, but many of them are `{c.other}`, a different function (the tenant id from "
@@ -229,21 +243,21 @@ def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = 
     b.fact("definition", "artifact", f"{c.old} is defined in {resolver.path} (line {def_line}) and re-exported "
            f"from {init.path}.", [resolver.path], [s4.assistant])
     b.near_miss("definition", resolution.path)
-    b.call(f"Re-exported by name in `__all__`. Let me look at the neighbours in the package.",
+    b.call("Re-exported by name in `__all__`. Let me look at the neighbours in the package.",
            "list_dir", {"path": f"src/{pkg}/tenancy"},
            ls_output(["__init__.py", "cache.py", "errors.py", "models.py", "resolution.py", "resolver.py",
                       "signals.py", "strategies/"]))
     b.call(f"resolution.py (with {c.lookalike_class}) vs resolver.py (with `{c.old}`): easy to mix up, which is "
            "probably the point of the rename. Reading resolution.py to make sure nothing in it calls the old name.",
            "read_file", {"path": resolution.path}, resolution.numbered())
-    b.call(f"While here: the auth middleware is the busiest caller (every request goes through it).",
+    b.call("While here: the auth middleware is the busiest caller (every request goes through it).",
            "read_file", {"path": auth.path}, auth.numbered())
     b.call("Which tests reference the old name directly? (Narrower search than before, to list the test files.)",
            "grep", {"pattern": word, "path": "tests"}, grep_output(sorted(test_hits)))
     b.call(f"resolution.py only uses `{c.other}`. Where is that one defined, to be sure it is unrelated?",
            "grep", {"pattern": rf"def {c.other}\b", "path": "src"},
            grep_output([(f"src/{pkg}/auth/claims.py", rng.randint(30, 90), f"def {c.other}(request: Request) -> int:")]))
-    b.call(f"Unrelated, as expected. The test module for the resolver:", "read_file", {"path": test_file.path},
+    b.call("Unrelated, as expected. The test module for the resolver:", "read_file", {"path": test_file.path},
            test_file.numbered())
     sec = b.call("There is a hit in deploy/staging.env too; checking what it is.", "read_file",
                  {"path": "deploy/staging.env"}, "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(env_file, 1)))

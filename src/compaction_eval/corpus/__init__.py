@@ -1,0 +1,1 @@
+"""Loading, checking, converting and describing corpora of traces and labels."""

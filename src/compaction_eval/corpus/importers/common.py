@@ -1,0 +1,68 @@
+"""Helpers shared by the importers: failing with a place, trace ids, final validation."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, NoReturn
+
+from compaction_eval.contracts.problems import ContractError, Problem
+from compaction_eval.contracts.traces import SCHEMA, validate_trace
+
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
+_SOURCE_SUFFIXES = (".gz", ".json", ".traj")
+
+
+def fail(where: str, place: str, message: str) -> NoReturn:
+    """Raise a ContractError for one problem at `place` (a JSON path in the source file)."""
+    raise ContractError([Problem(where, place, message)])
+
+
+def file_stem(path: Path) -> str:
+    """The file name without `.traj.json(.gz)` style suffixes: the fallback trace id."""
+    name = path.name
+    changed = True
+    while changed:
+        changed = False
+        for suffix in _SOURCE_SUFFIXES:
+            if name.endswith(suffix) and len(name) > len(suffix):
+                name, changed = name[: -len(suffix)], True
+    return name
+
+
+def safe_id(raw: Any, where: str, place: str) -> str:
+    """A trace id usable as a file name (`<out>/<id>.json`): unsafe runs become '-'."""
+    text = _UNSAFE_ID.sub("-", str(raw)).strip("-.")
+    if not text:
+        fail(where, place, f"cannot make a trace id from {raw!r}")
+    return text
+
+
+def finish(
+    *,
+    trace_id: str,
+    source: dict[str, Any],
+    system: str,
+    tools: list[dict[str, Any]],
+    messages: list[dict[str, Any]],
+    metadata: dict[str, Any],
+    where: str,
+) -> dict[str, Any]:
+    """Assemble a trace@1 dict and raise if it breaks the contract.
+
+    An importer bug or an input the importer let through must not produce a trace that
+    fails later, far from its source; the problems name the source file.
+    """
+    trace = {
+        "schema": SCHEMA,
+        "id": trace_id,
+        "source": source,
+        "system": system,
+        "tools": tools,
+        "messages": messages,
+        "metadata": metadata,
+    }
+    problems = validate_trace(trace, where)
+    if problems:
+        raise ContractError(problems)
+    return trace

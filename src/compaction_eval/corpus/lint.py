@@ -1,0 +1,52 @@
+"""`compaction-eval lint`: every problem in traces and labels, with file and place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from compaction_eval.contracts.problems import ContractError, Problem
+from compaction_eval.corpus.load import check_corpus, label_paths, trace_paths
+
+
+def lint(paths: list[Path], trace_dirs: list[Path]) -> tuple[int, int, list[Problem], list[Path]]:
+    """Check the trace and labels files under `paths`.
+
+    Labels are checked against the traces found in `paths` and in `trace_dirs` (where the
+    traces of labels live when only the labels are linted).
+
+    Returns (trace files, labels files, problems, JSON files skipped as not traces).
+    """
+    try:
+        traces = trace_paths(paths)
+        labels = label_paths(paths)
+    except ContractError as exc:
+        return 0, 0, exc.problems, []
+    extra = [d for d in trace_dirs if d.exists()]
+    corpus, problems = check_corpus([*traces, *extra], labels)
+    known = {*traces, *labels}
+    problems += [
+        Problem(str(p), "", "neither a trace (.json, .json.gz) nor a labels file (.yaml, .yml)")
+        for p in paths
+        if p.is_file() and p not in known
+    ]
+    return len(traces) - len(set(corpus.skipped) & set(traces)), len(labels), problems, corpus.skipped
+
+
+def draft_warnings(paths: list[Path]) -> list[str]:
+    """One warning per labels file under `paths` still marked `labelled_by: draft` (proposed by
+    `labels draft`, not yet checked by a person). Warnings, not problems: lint still passes."""
+    import yaml
+
+    out = []
+    try:
+        files = label_paths(paths)
+    except ContractError:
+        return out
+    for f in files:
+        try:
+            data = yaml.safe_load(f.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError):
+            continue  # reported as a problem by lint()
+        if isinstance(data, dict) and data.get("labelled_by") == "draft":
+            out.append(f"warning: {f}: labelled_by: draft: unchecked candidate facts; review them and set labelled_by: human")
+    return out

@@ -1,0 +1,171 @@
+"""The corpus: traces paired with their labels, expanded into samples (trace x point)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import datasets
+
+from compaction_eval.contracts.labels import Labels, lint_against_trace, load_labels
+from compaction_eval.contracts.problems import ContractError, Problem
+from compaction_eval.contracts.traces import (
+    SCHEMA,
+    Trace,
+    is_trace_file,
+    read_json_file,
+    trace_from_json,
+    validate_trace,
+)
+
+
+def _files(paths: Iterable[Path], keep, scanned: set[Path] | None = None) -> list[Path]:
+    """Files among `paths`; a directory gives the files directly in it (not subdirectories:
+    `labels/` holds the synthetic corpus and `labels/real/` the real one, run separately).
+    A file named twice (as itself and inside a named directory) is read once."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found = sorted(f for f in p.glob("*") if f.is_file() and keep(f))
+            out += found
+            if scanned is not None:
+                scanned.update(found)
+        elif p.exists():
+            if keep(p):
+                out.append(p)
+        else:
+            raise ContractError([Problem(str(p), "", "no such file or directory")])
+    unique: dict[Path, Path] = {}
+    for f in out:
+        unique.setdefault(f.resolve(), f)
+    return list(unique.values())
+
+
+def trace_paths(paths: Iterable[Path | str], scanned: set[Path] | None = None) -> list[Path]:
+    """Trace files among `paths`; those found by scanning a directory are added to `scanned`."""
+    return _files(map(Path, paths), is_trace_file, scanned)
+
+
+def label_paths(paths: Iterable[Path | str]) -> list[Path]:
+    return _files(map(Path, paths), lambda f: f.suffix in (".yaml", ".yml"))
+
+
+class NotATrace(Exception):
+    """A JSON file that is neither a trace nor in a format an importer knows."""
+
+
+def read_trace(path: Path, *, strict: bool = True) -> tuple[Trace | None, list[Problem]]:
+    """A trace file in our format, or in any format an importer knows (converted in memory).
+
+    With `strict=False` (files found by scanning a directory), a JSON file that does not
+    look like a trace at all raises NotATrace so the caller can report it as skipped.
+    """
+    try:
+        data = read_json_file(path)
+    except ContractError as exc:
+        return None, exc.problems
+    if not (isinstance(data, dict) and data.get("schema") == SCHEMA):
+        from compaction_eval.corpus.importers import (  # imported only for foreign files
+            convert,
+            detect_format,
+        )
+
+        if detect_format(data) is None:
+            if not strict and not (isinstance(data, dict) and ("schema" in data or "messages" in data)):
+                raise NotATrace(str(path))
+        else:
+            try:
+                data = convert(path)
+            except ContractError as exc:
+                return None, exc.problems
+    problems = validate_trace(data, str(path))
+    return (None, problems) if problems else (trace_from_json(data, path), [])
+
+
+@dataclass
+class Corpus:
+    """Traces and their labels, all checked.
+
+    Args:
+        traces: by trace id.
+        labels: by trace id; every labels file has its trace.
+    """
+
+    traces: dict[str, Trace]
+    labels: dict[str, Labels]
+    skipped: list[Path] = field(default_factory=list)
+
+    def samples(self) -> list[tuple[str, int]]:
+        """(trace id, point) for every labelled point, in a stable order."""
+        return [(tid, at) for tid in sorted(self.labels) for at in self.labels[tid].points]
+
+    def to_dataset(self) -> datasets.Dataset:
+        """One row per sample (trace x point) with where its files live."""
+        rows = [
+            {
+                "id": f"{tid}@{at}",
+                "trace": tid,
+                "point": at,
+                "trace_path": str(self.traces[tid].path),
+                "labels_path": str(self.labels[tid].path),
+                "expected_facts": len(self.labels[tid].expected(at)),
+                "synthetic": self.labels[tid].labelled_by == "generator",
+            }
+            for tid, at in self.samples()
+        ]
+        return datasets.Dataset.from_list(rows)
+
+
+def check_corpus(trace_inputs: Iterable[Path | str], label_inputs: Iterable[Path | str]) -> tuple[Corpus, list[Problem]]:
+    """Load everything, collecting every problem instead of stopping at the first."""
+    problems: list[Problem] = []
+    traces: dict[str, Trace] = {}
+    scanned: set[Path] = set()
+    skipped: list[Path] = []
+    try:
+        t_files, l_files = trace_paths(trace_inputs, scanned), label_paths(label_inputs)
+    except ContractError as exc:
+        return Corpus({}, {}), exc.problems
+    for path in t_files:
+        try:
+            trace, found = read_trace(path, strict=path not in scanned)
+        except NotATrace:
+            skipped.append(path)
+            continue
+        problems += found
+        if trace is None:
+            continue
+        if trace.id in traces:
+            problems.append(Problem(str(path), "id", f"trace id {trace.id!r} also in {traces[trace.id].path}"))
+            continue
+        traces[trace.id] = trace
+    labels: dict[str, Labels] = {}
+    for path in l_files:
+        try:
+            lab = load_labels(path)
+        except ContractError as exc:
+            problems += exc.problems
+            continue
+        if lab.trace in labels:
+            problems.append(Problem(str(path), lab.place("trace"), f"a second labels file for {lab.trace!r} (first: {labels[lab.trace].path})"))
+            continue
+        trace = traces.get(lab.trace)
+        if trace is None:
+            where = ", ".join(sorted({str(p if Path(p).is_dir() else Path(p).parent) for p in trace_inputs})) or "(no trace paths)"
+            problems.append(Problem(str(path), lab.place("trace"), f"labels a trace {lab.trace!r} that does not exist in {where}"))
+            continue
+        problems += lint_against_trace(lab, trace)
+        labels[lab.trace] = lab
+    return Corpus(traces, labels, skipped), problems
+
+
+def load_corpus(trace_inputs: Iterable[Path | str], label_inputs: Iterable[Path | str]) -> Corpus:
+    """The corpus, or a ContractError listing every problem."""
+    trace_inputs, label_inputs = list(trace_inputs), list(label_inputs)
+    corpus, problems = check_corpus(trace_inputs, label_inputs)
+    if problems:
+        raise ContractError(problems)
+    if not corpus.labels:
+        raise ContractError([Problem(", ".join(map(str, label_inputs)), "", "no labels files found: nothing to evaluate")])
+    return corpus

@@ -1,0 +1,1 @@
+"""Paired comparison of two runs, the regression rules, and committed baselines."""

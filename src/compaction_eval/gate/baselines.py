@@ -1,0 +1,94 @@
+"""Committed baselines: `results/baselines/<name>/results.json`.
+
+`/results/*` is git-ignored except `/results/baselines/`, so a blessed run is committed
+with the prompts it was measured on. Only results.json (and horizon.json when the run has
+one) is kept: the inspect logs are large and the results carry every per-fact verdict the
+gate and the report need.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from pathlib import Path
+from typing import Any
+
+from compaction_eval.contracts.problems import ContractError, Problem
+from compaction_eval.contracts.runfiles import (
+    RESULTS_FILE,
+    read_results,
+    write_json_atomic,
+)
+from compaction_eval.recall.stability import stability_summary
+
+BASELINES_DIR = Path("results/baselines")
+DEFAULT_NAME = "main"
+HORIZON_FILE = "horizon.json"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def baseline_dir(name: str = DEFAULT_NAME, root: Path | str = BASELINES_DIR) -> Path:
+    """Where baseline `name` lives (under `root`, default results/baselines)."""
+    if not _NAME.match(name):
+        raise ContractError([Problem("--name", "", f"baseline name {name!r} must match [A-Za-z0-9][A-Za-z0-9._-]*")])
+    return Path(root) / name
+
+
+def save_baseline(run_dir: Path | str, name: str = DEFAULT_NAME, root: Path | str = BASELINES_DIR) -> Path:
+    """Bless a run: copy its results.json (and horizon.json) to `root/name/`, each atomically.
+
+    The copy records where it came from and the per-fact stability over the run's epochs
+    (`fact_stability`), and drops the pointer to the inspect log, which is not copied.
+
+    Args:
+        run_dir: a run directory written by `compaction-eval recall` or `run`.
+        name: the baseline's name (default `main`, the one the gate uses by default).
+        root: the baselines directory.
+
+    Returns the baseline's results.json. Raises ContractError for a missing or invalid run.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ContractError([Problem(str(run_dir), "", "run directory not found")])
+    results = read_results(run_dir)
+    if results.get("suite", "fact_recall") != "fact_recall" or not results.get("samples"):
+        raise ContractError([Problem(str(run_dir / RESULTS_FILE), "samples", "not a fact-recall run with samples")])
+    target = baseline_dir(name, root)
+    target.mkdir(parents=True, exist_ok=True)
+    blessed: dict[str, Any] = dict(results)
+    blessed["inspect_log"] = None
+    blessed["fact_stability"] = stability_summary(results)
+    blessed["baseline"] = {
+        "name": name,
+        "saved_from": str(run_dir),
+        "saved": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    horizon = run_dir / HORIZON_FILE
+    if horizon.exists():
+        import json
+
+        write_json_atomic(target / HORIZON_FILE, json.loads(horizon.read_text(encoding="utf-8")))
+    write_json_atomic(target / RESULTS_FILE, blessed)
+    (target / RESULTS_FILE).chmod(0o644)  # a committed file, readable like any other
+    return target / RESULTS_FILE
+
+
+def resolve_baseline(spec: str | Path, root: Path | str = BASELINES_DIR) -> Path:
+    """A baseline given as a path (run directory or results.json) or as a name under `root`.
+
+    A spec that is neither an existing path nor an existing baseline is returned as the
+    path it would have under `root` when it looks like a name, so that the caller's "not
+    found" message names the place a baseline is expected.
+    """
+    path = Path(spec)
+    if path.exists():
+        return path
+    if _NAME.match(str(spec)):
+        return Path(root) / str(spec)
+    return path
+
+
+def list_baselines(root: Path | str = BASELINES_DIR) -> list[Path]:
+    """The baselines under `root` (directories holding a results.json)."""
+    root = Path(root)
+    return sorted(p.parent for p in root.glob(f"*/{RESULTS_FILE}")) if root.is_dir() else []

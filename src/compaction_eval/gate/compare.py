@@ -1,0 +1,366 @@
+"""Paired comparison of two fact-recall runs (a baseline and a candidate).
+
+Samples are paired by (trace, point, prompt) and facts by their id within a sample, so a
+difference is always "the same fact in the same history, compacted by the same prompt".
+Intervals come from a paired bootstrap: the per-sample differences are resampled (the
+sample, trace x point, is the unit, as in `compaction_eval.stats.bootstrap`), with numpy and the
+fixed seed of `stats`, so the same two runs always give the same verdict.
+
+The verdict (used by the report and the regression gate):
+- a prompt regresses when its recall drops by more than `tolerance` and the 95% interval of
+  the drop excludes zero (a material drop that is not noise);
+- a category of a prompt regresses the same way with `category_tolerance`;
+- a critical fact kept by the baseline and lost by the candidate is a regression by itself
+  (DESIGN.md 4: "losing it fails the gate by itself").
+Drops larger than the tolerance whose interval includes zero are reported as warnings.
+
+Runs with several epochs are averaged per (trace, point, prompt) before pairing; a fact
+counts as kept in a run when it was kept in at least half of its epochs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from compaction_eval.contracts.labels import CATEGORIES
+from compaction_eval.contracts.problems import ContractError, Problem
+from compaction_eval.stats.bootstrap import bootstrap_mean_ci
+
+PASS = "pass"
+REGRESSION = "regression"
+
+SampleKey = tuple[str, int]  # (trace, point)
+
+
+class CorpusMismatch(ContractError):
+    """The two runs were made on different traces, points or labelled facts."""
+
+
+@dataclass(frozen=True)
+class Delta:
+    """candidate - baseline of a mean over paired samples.
+
+    Args:
+        baseline, candidate: the two means over the paired samples.
+        delta: their difference (the mean of the paired differences).
+        ci: paired-bootstrap 95% interval of `delta`.
+        n: number of paired samples.
+    """
+
+    baseline: float
+    candidate: float
+    delta: float
+    ci: tuple[float, float]
+    n: int
+
+    @property
+    def significant(self) -> bool:
+        """The interval excludes zero."""
+        return self.ci[0] > 0 or self.ci[1] < 0
+
+
+@dataclass(frozen=True)
+class FactChange:
+    """One fact whose verdict flipped between the runs.
+
+    Args:
+        trace, point, prompt: the sample.
+        fact, category, critical: the fact (from the candidate's labels).
+        baseline_kept, candidate_kept: share of epochs in which it was kept (0 or 1 with one epoch).
+    """
+
+    trace: str
+    point: int
+    prompt: str
+    fact: str
+    category: str
+    critical: bool
+    baseline_kept: float
+    candidate_kept: float
+
+
+@dataclass
+class PromptComparison:
+    """One prompt present in both runs.
+
+    Args:
+        recall: the paired recall delta.
+        by_category: paired recall delta per category (samples where the category is expected).
+        lost, gained: facts kept by one run and not by the other.
+        critical_lost: the critical facts among `lost`.
+        regression: why this prompt regresses (empty when it does not).
+    """
+
+    prompt: str
+    recall: Delta
+    by_category: dict[str, Delta]
+    lost: list[FactChange]
+    gained: list[FactChange]
+    critical_lost: list[FactChange]
+    regression: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Comparison:
+    """The paired comparison of a candidate run with a baseline run.
+
+    Args:
+        verdict: "pass" or "regression".
+        reasons: one line per regression (empty on pass).
+        warnings: drops beyond the tolerance that are within noise, prompts only in one run.
+        prompts: one comparison per prompt present in both runs, in the candidate's order.
+        baseline_run, candidate_run: run names.
+        tolerance, category_tolerance: the thresholds used.
+        only_in_baseline, only_in_candidate: prompts evaluated by one run only (not compared).
+        samples: number of (trace, point) samples paired.
+    """
+
+    verdict: str
+    reasons: list[str]
+    warnings: list[str]
+    prompts: list[PromptComparison]
+    baseline_run: str | None
+    candidate_run: str | None
+    tolerance: float
+    category_tolerance: float
+    only_in_baseline: list[str]
+    only_in_candidate: list[str]
+    samples: int
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == PASS
+
+    def prompt(self, name: str) -> PromptComparison:
+        return next(p for p in self.prompts if p.prompt == name)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ----------------------------------------------------------------------------- statistics
+
+
+def paired_delta(baseline: Sequence[float], candidate: Sequence[float]) -> Delta:
+    """Mean difference candidate - baseline of paired values, with a paired-bootstrap 95% CI.
+
+    Args:
+        baseline, candidate: values of the same samples, in the same order.
+    """
+    if len(baseline) != len(candidate):
+        raise ValueError(f"paired values differ in length: {len(baseline)} vs {len(candidate)}")
+    b = np.asarray(baseline, dtype=float)
+    c = np.asarray(candidate, dtype=float)
+    if b.size == 0:
+        nan = float("nan")
+        return Delta(nan, nan, nan, (nan, nan), 0)
+    lo, hi = bootstrap_mean_ci(c - b)
+    return Delta(float(b.mean()), float(c.mean()), float((c - b).mean()), (lo, hi), int(b.size))
+
+
+# ----------------------------------------------------------------------------- pairing
+
+
+@dataclass
+class _Cell:
+    """The samples of one (trace, point, prompt), over epochs."""
+
+    recall: list[float] = field(default_factory=list)
+    by_category: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    kept: dict[str, list[bool]] = field(default_factory=lambda: defaultdict(list))
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def add(self, sample: dict[str, Any]) -> None:
+        self.recall.append(float(sample["recall"]))
+        for cat, value in sample.get("recall_by_category", {}).items():
+            self.by_category[cat].append(float(value))
+        for f in sample["facts"]:
+            self.kept[f["id"]].append(bool(f["kept"]))
+            self.facts.setdefault(f["id"], f)
+
+    def kept_share(self, fact: str) -> float:
+        votes = self.kept.get(fact, [])
+        return sum(votes) / len(votes) if votes else 0.0
+
+
+def _cells(results: dict[str, Any]) -> dict[tuple[str, int, str], _Cell]:
+    cells: dict[tuple[str, int, str], _Cell] = defaultdict(_Cell)
+    for s in results.get("samples", []):
+        cells[(s["trace"], int(s["point"]), s["prompt"])].add(s)
+    return cells
+
+
+def _expected_facts(results: dict[str, Any]) -> dict[SampleKey, set[str]]:
+    """Fact ids expected at each (trace, point), over all prompts of a run."""
+    out: dict[SampleKey, set[str]] = defaultdict(set)
+    for s in results.get("samples", []):
+        out[(s["trace"], int(s["point"]))].update(f["id"] for f in s["facts"])
+    return out
+
+
+def _run_name(results: dict[str, Any], default: str) -> str:
+    return str(results.get("run") or default)
+
+
+def check_same_corpus(baseline: dict[str, Any], candidate: dict[str, Any]) -> None:
+    """Raise CorpusMismatch unless both runs have the same samples with the same expected facts."""
+    b, c = _expected_facts(baseline), _expected_facts(candidate)
+    if b == c:
+        return
+    bname, cname = _run_name(baseline, "baseline"), _run_name(candidate, "candidate")
+    problems: list[Problem] = []
+    head = (
+        f"runs are on different corpora: cannot pair baseline {bname!r} ({len(b)} samples, "
+        f"{len({t for t, _ in b})} traces) with candidate {cname!r} ({len(c)} samples, "
+        f"{len({t for t, _ in c})} traces); compare runs made on the same traces and labels"
+    )
+    problems.append(Problem("compare", "", head))
+
+    def names(keys: set[SampleKey]) -> str:
+        shown = sorted(f"{t}@{p}" for t, p in keys)
+        return ", ".join(shown[:8]) + (f" and {len(shown) - 8} more" if len(shown) > 8 else "")
+
+    if b.keys() - c.keys():
+        problems.append(Problem("compare", "samples", f"only in baseline: {names(set(b) - set(c))}"))
+    if c.keys() - b.keys():
+        problems.append(Problem("compare", "samples", f"only in candidate: {names(set(c) - set(b))}"))
+    for key in sorted(b.keys() & c.keys()):
+        if b[key] != c[key]:
+            gone, new = sorted(b[key] - c[key]), sorted(c[key] - b[key])
+            detail = "; ".join(
+                part for part in (
+                    f"facts only in baseline: {', '.join(gone)}" if gone else "",
+                    f"facts only in candidate: {', '.join(new)}" if new else "",
+                ) if part
+            )
+            problems.append(Problem("compare", f"{key[0]}@{key[1]}", detail))
+    raise CorpusMismatch(problems)
+
+
+# ----------------------------------------------------------------------------- comparison
+
+
+def _fact_changes(
+    keys: list[SampleKey], prompt: str, base: dict[tuple[str, int, str], _Cell], cand: dict[tuple[str, int, str], _Cell]
+) -> tuple[list[FactChange], list[FactChange]]:
+    lost: list[FactChange] = []
+    gained: list[FactChange] = []
+    for trace, point in keys:
+        bc, cc = base[(trace, point, prompt)], cand[(trace, point, prompt)]
+        for fid, fact in cc.facts.items():
+            b_share, c_share = bc.kept_share(fid), cc.kept_share(fid)
+            b_kept, c_kept = b_share >= 0.5, c_share >= 0.5
+            if b_kept == c_kept:
+                continue
+            change = FactChange(
+                trace, point, prompt, fid, fact.get("category", ""), bool(fact.get("critical")), b_share, c_share
+            )
+            (lost if b_kept else gained).append(change)
+    return lost, gained
+
+
+def _fmt(x: float) -> str:
+    return f"{x:+.3f}"
+
+
+def compare_runs(
+    baseline: dict[str, Any], candidate: dict[str, Any], *, tolerance: float = 0.02, category_tolerance: float = 0.05
+) -> Comparison:
+    """Compare two results@1 documents (as read by `results.read_results`).
+
+    Args:
+        baseline: the reference run (e.g. the committed baseline).
+        candidate: the run under test.
+        tolerance: a recall drop larger than this (absolute, e.g. 0.02 = 2 points) whose
+            interval excludes zero is a regression.
+        category_tolerance: the same per fact category.
+
+    Raises CorpusMismatch (a ContractError) when the runs were made on different corpora, or
+    when they have no prompt in common.
+    """
+    check_same_corpus(baseline, candidate)
+    base, cand = _cells(baseline), _cells(candidate)
+    base_prompts = list(dict.fromkeys(k[2] for k in base))
+    cand_prompts = list(dict.fromkeys(k[2] for k in cand))
+    # candidate order: its leaderboard order when present
+    ordered = [p["prompt"] for p in candidate.get("prompts", []) if p["prompt"] in cand_prompts]
+    cand_prompts = ordered + [p for p in cand_prompts if p not in ordered]
+    common = [p for p in cand_prompts if p in base_prompts]
+    bname, cname = _run_name(baseline, "baseline"), _run_name(candidate, "candidate")
+    if not common:
+        raise CorpusMismatch(
+            [Problem("compare", "prompts", f"no prompt in common: baseline {bname!r} has {', '.join(base_prompts) or 'none'}; "
+                     f"candidate {cname!r} has {', '.join(cand_prompts) or 'none'}")]
+        )
+    keys = sorted(_expected_facts(candidate))
+    reasons: list[str] = []
+    warnings: list[str] = []
+    prompts: list[PromptComparison] = []
+    for prompt in common:
+        pkeys = [k for k in keys if (k[0], k[1], prompt) in base and (k[0], k[1], prompt) in cand]
+        b_cells = [base[(t, p, prompt)] for t, p in pkeys]
+        c_cells = [cand[(t, p, prompt)] for t, p in pkeys]
+        recall = paired_delta([float(np.mean(x.recall)) for x in b_cells], [float(np.mean(x.recall)) for x in c_cells])
+        by_category: dict[str, Delta] = {}
+        for cat in CATEGORIES:
+            pairs = [
+                (float(np.mean(bc.by_category[cat])), float(np.mean(cc.by_category[cat])))
+                for bc, cc in zip(b_cells, c_cells)
+                if bc.by_category.get(cat) and cc.by_category.get(cat)
+            ]
+            if pairs:
+                by_category[cat] = paired_delta([b for b, _ in pairs], [c for _, c in pairs])
+        lost, gained = _fact_changes(pkeys, prompt, base, cand)
+        critical = [f for f in lost if f.critical]
+        pc = PromptComparison(prompt, recall, by_category, lost, gained, critical)
+
+        if recall.delta < -tolerance:
+            line = f"{prompt}: recall {_fmt(recall.delta)} [{_fmt(recall.ci[0])}, {_fmt(recall.ci[1])}] over {recall.n} samples"
+            if recall.ci[1] < 0:
+                pc.regression.append(f"{line} (tolerance {tolerance:.3f})")
+            else:
+                warnings.append(f"{line}: beyond the tolerance but within noise")
+        for cat, d in by_category.items():
+            if d.delta < -category_tolerance:
+                line = f"{prompt}: {cat} recall {_fmt(d.delta)} [{_fmt(d.ci[0])}, {_fmt(d.ci[1])}] over {d.n} samples"
+                if d.ci[1] < 0:
+                    pc.regression.append(f"{line} (category tolerance {category_tolerance:.3f})")
+                else:
+                    warnings.append(f"{line}: beyond the tolerance but within noise")
+        for f in critical:
+            pc.regression.append(f"{prompt}: critical fact {f.fact} ({f.category}) lost at {f.trace}@{f.point}")
+        reasons += pc.regression
+        prompts.append(pc)
+
+    only_b = [p for p in base_prompts if p not in cand_prompts]
+    only_c = [p for p in cand_prompts if p not in base_prompts]
+    if only_b:
+        warnings.append(f"prompts only in the baseline (not compared): {', '.join(only_b)}")
+    if only_c:
+        warnings.append(f"prompts only in the candidate (not compared): {', '.join(only_c)}")
+    return Comparison(
+        verdict=REGRESSION if reasons else PASS,
+        reasons=reasons,
+        warnings=warnings,
+        prompts=prompts,
+        baseline_run=bname,
+        candidate_run=cname,
+        tolerance=tolerance,
+        category_tolerance=category_tolerance,
+        only_in_baseline=only_b,
+        only_in_candidate=only_c,
+        samples=len(keys),
+    )
+
+
+def compare_dirs(baseline_dir: Path | str, candidate_dir: Path | str, **kwargs: Any) -> Comparison:
+    """`compare_runs` on two run directories (or results.json files)."""
+    from compaction_eval.contracts.runfiles import read_results
+
+    return compare_runs(read_results(baseline_dir), read_results(candidate_dir), **kwargs)

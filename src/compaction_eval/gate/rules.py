@@ -1,0 +1,528 @@
+"""The regression gate: a candidate fact-recall run against a committed baseline.
+
+The comparison itself (pairing by trace, point, prompt and fact; paired bootstrap
+intervals; the regression rules) is `compare.compare_runs`. The gate adds what CI needs:
+
+- input checks that end in exit code 2 with the reason (a results file that is missing or
+  malformed, runs on different corpora, runs with a different model or budget);
+- noise handling: with repeats (`--epochs N`) a fact kept in only some epochs of the
+  baseline is unstable, and a single fact must not fail the gate on noise. A critical fact
+  fails the gate only when the baseline kept it in every epoch and the candidate lost it in
+  every epoch; a recall or category regression whose lost facts are all unstable in the
+  baseline is downgraded to a warning. (The verdict is not recomputed on the stable facts
+  only: selecting facts by the baseline's stability biases the difference against the
+  candidate, a regression to the mean that the benchmark showed as false alarms.)
+- outputs: a text verdict for the log, markdown for a pull-request comment (also appended
+  to `$GITHUB_STEP_SUMMARY` when set) and JUnit XML with a test case per prompt x category.
+
+Exit codes: 0 pass, 1 regression, 2 unusable input.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+from compaction_eval.contracts.labels import CATEGORIES
+from compaction_eval.contracts.problems import ContractError, Problem
+from compaction_eval.contracts.runfiles import read_results
+from compaction_eval.gate.compare import (
+    Comparison,
+    CorpusMismatch,
+    Delta,
+    FactChange,
+    PromptComparison,
+    compare_runs,
+)
+from compaction_eval.recall.stability import FactKey, unstable_facts
+
+EXIT_PASS = 0
+EXIT_REGRESSION = 1
+EXIT_UNUSABLE = 2
+
+# Settings that change what a summary can contain: runs that differ here are not comparable
+# (a prompt edit must be the only difference between a baseline and a candidate).
+COMPARABLE_SETTINGS = ("model", "budget", "keep_last", "shape", "focus", "judge_model")
+MAX_LISTED_FACTS = 150  # per list in the markdown: a PR comment is limited to 65,536 characters
+
+
+class GateInputError(ContractError):
+    """The gate cannot decide: an input is missing, malformed or not comparable."""
+
+
+@dataclass
+class GateResult:
+    """The gate's decision.
+
+    Args:
+        comparison: the paired comparison (deltas, facts lost and gained, candidate regressions).
+        reasons: the regressions that stand after the noise rules (empty: pass).
+        failing: (prompt, case) -> failure lines, where case is "recall" or a category.
+        unstable: facts unstable in the baseline -> (kept, runs).
+        warnings: the comparison's warnings plus the gate's own.
+        baseline_path, candidate_path: the results files compared.
+        baseline_meta, candidate_meta: model, run name, commit, epochs of each run.
+    """
+
+    comparison: Comparison
+    reasons: list[str]
+    failing: dict[tuple[str, str], list[str]]
+    unstable: dict[FactKey, tuple[int, int]]
+    warnings: list[str]
+    baseline_path: str
+    candidate_path: str
+    baseline_meta: dict[str, Any] = field(default_factory=dict)
+    candidate_meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        return "regression" if self.reasons else "pass"
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_REGRESSION if self.reasons else EXIT_PASS
+
+    def is_unstable(self, change: FactChange) -> bool:
+        return (change.trace, change.point, change.prompt, change.fact) in self.unstable
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+def load_run(path: Path | str, role: str) -> tuple[dict[str, Any], Path]:
+    """Read one side of the gate; a missing or malformed file is a GateInputError naming it.
+
+    Args:
+        path: a run directory or a results.json.
+        role: "baseline" or "candidate", for the message.
+    """
+    p = Path(path)
+    file = p / "results.json" if p.is_dir() or not p.suffix else p
+    if not file.exists():
+        hint = (
+            "; bless a run with `compaction-eval baseline save RUN_DIR`"
+            if role == "baseline"
+            else "; run `compaction-eval recall --out DIR --run NAME` first"
+        )
+        raise GateInputError([Problem(str(file), "", f"{role} results not found{hint}")])
+    try:
+        data = read_results(file)
+    except ContractError as exc:
+        raise GateInputError([Problem(q.file, q.place, f"{role}: {q.message}") for q in exc.problems]) from None
+    if data.get("suite", "fact_recall") != "fact_recall":
+        raise GateInputError([Problem(str(file), "suite", f"{role} is a {data.get('suite')!r} run; the gate compares fact_recall runs")])
+    if not data.get("samples"):
+        raise GateInputError([Problem(str(file), "samples", f"{role} has no samples")])
+    return data, file
+
+
+def setting_differences(baseline: dict[str, Any], candidate: dict[str, Any]) -> list[str]:
+    """The settings (model, budget, ...) in which two runs differ, one line each."""
+    out = []
+    for key in COMPARABLE_SETTINGS:
+        b = baseline.get("config", {}).get(key, baseline.get(key))
+        c = candidate.get("config", {}).get(key, candidate.get(key))
+        if b != c:
+            out.append(f"{key}: baseline {b!r}, candidate {c!r}")
+    return out
+
+
+def _meta(results: dict[str, Any]) -> dict[str, Any]:
+    epochs = max((int(s.get("epoch", 1)) for s in results.get("samples", [])), default=1)
+    return {
+        "run": results.get("run"),
+        "model": results.get("model"),
+        "offline_stand_in": bool(results.get("offline_stand_in")),
+        "git_commit": results.get("git_commit"),
+        "created": results.get("created"),
+        "epochs": epochs,
+        "baseline": (results.get("baseline") or {}).get("name"),
+    }
+
+
+# ----------------------------------------------------------------------------- decision
+
+
+def gate_runs(
+    baseline: dict[str, Any],
+    candidate: dict[str, Any],
+    *,
+    tolerance: float = 0.02,
+    category_tolerance: float = 0.05,
+    allow_setting_changes: bool = False,
+    baseline_path: str = "baseline",
+    candidate_path: str = "candidate",
+) -> GateResult:
+    """Decide pass or regression for two results@1 documents.
+
+    Args:
+        baseline, candidate: the documents (as read by `results.read_results`).
+        tolerance, category_tolerance: see `compare.compare_runs`.
+        allow_setting_changes: compare even when model, budget, keep_last, shape, focus or
+            judge differ (otherwise that is unusable input: the difference would be blamed
+            on the prompt).
+        baseline_path, candidate_path: names for messages.
+
+    Raises GateInputError for runs on different corpora, without a prompt in common, or
+    (unless allowed) with different settings.
+    """
+    diffs = setting_differences(baseline, candidate)
+    if diffs and not allow_setting_changes:
+        raise GateInputError(
+            [Problem(candidate_path, "config", f"the runs differ in more than their prompts ({'; '.join(diffs)}): "
+                     "rerun the candidate with the baseline's settings, regenerate the baseline, or pass --allow-setting-changes")]
+            + [Problem(candidate_path, "config", d) for d in diffs[1:]]
+        )
+    try:
+        full = compare_runs(baseline, candidate, tolerance=tolerance, category_tolerance=category_tolerance)
+    except CorpusMismatch as exc:
+        first, *rest = exc.problems
+        head = Problem(first.file, first.place, first.message + "; if the labels or traces changed on purpose, "
+                       "regenerate the baseline (`compaction-eval recall ...` then `compaction-eval baseline save RUN_DIR`)")
+        raise GateInputError([head, *rest]) from None
+    warnings = list(full.warnings)
+    if diffs:
+        warnings.append("settings differ (allowed): " + "; ".join(diffs))
+    unstable = unstable_facts(baseline)
+    reasons, failing = _apply_noise_rules(full, unstable, _meta(candidate)["epochs"], warnings)
+    return GateResult(full, reasons, failing, unstable, warnings, baseline_path, candidate_path, _meta(baseline), _meta(candidate))
+
+
+def _apply_noise_rules(
+    cmp: Comparison, unstable: dict[FactKey, tuple[int, int]], candidate_epochs: int, warnings: list[str]
+) -> tuple[list[str], dict[tuple[str, str], list[str]]]:
+    """The regressions of `cmp` that survive the noise rules (module docstring), and the
+    failing test cases; the others are appended to `warnings`."""
+    reasons: list[str] = []
+    failing: dict[tuple[str, str], list[str]] = {}
+    tol, ctol = cmp.tolerance, cmp.category_tolerance
+
+    def key(f: FactChange) -> FactKey:
+        return (f.trace, f.point, f.prompt, f.fact)
+
+    def line_for(pc: PromptComparison, prefix: str) -> str:
+        return next((r for r in pc.regression if r.startswith(prefix)), prefix.rstrip())
+
+    for pc in cmp.prompts:
+        checks: list[tuple[str, Delta, float, list[FactChange], str]] = [
+            ("recall", pc.recall, tol, pc.lost, f"{pc.prompt}: recall ")
+        ]
+        checks += [(cat, d, ctol, [f for f in pc.lost if f.category == cat], f"{pc.prompt}: {cat} recall ")
+                   for cat, d in pc.by_category.items()]
+        for case, d, limit, lost, prefix in checks:
+            if not (d.delta < -limit and d.ci[1] < 0):
+                continue
+            line = line_for(pc, prefix)
+            if lost and all(key(f) in unstable for f in lost):
+                warnings.append(f"{line}: every fact lost is unstable in the baseline (kept in only some epochs): not a regression")
+                continue
+            reasons.append(line)
+            failing.setdefault((pc.prompt, case), []).append(line)
+        for f in pc.critical_lost:
+            line = line_for(pc, f"{pc.prompt}: critical fact {f.fact} ")
+            if key(f) in unstable:
+                k, n = unstable[key(f)]
+                warnings.append(f"{pc.prompt}: critical fact {f.fact} lost at {f.trace}@{f.point}, but the baseline kept it in only {k} of {n} epochs")
+                continue
+            if candidate_epochs > 1 and f.candidate_kept > 0:
+                warnings.append(f"{pc.prompt}: critical fact {f.fact} lost at {f.trace}@{f.point} in most but not all candidate epochs "
+                                f"(kept in {f.candidate_kept:.0%})")
+                continue
+            reasons.append(line)
+            failing.setdefault((pc.prompt, f.category), []).append(f"critical fact {f.fact} lost at {f.trace}@{f.point}")
+    return reasons, failing
+
+
+def gate_files(baseline: Path | str, candidate: Path | str, **kwargs: Any) -> GateResult:
+    """`gate_runs` on two run directories or results files (GateInputError when unusable)."""
+    b, bfile = load_run(baseline, "baseline")
+    c, cfile = load_run(candidate, "candidate")
+    return gate_runs(b, c, baseline_path=str(bfile), candidate_path=str(cfile), **kwargs)
+
+
+# ----------------------------------------------------------------------------- per test case
+
+
+@dataclass
+class CaseResult:
+    """One prompt x category (or the prompt's overall recall) as a test case."""
+
+    prompt: str
+    name: str  # "recall" or a category
+    delta: Delta | None
+    failures: list[str]
+    lost: list[FactChange]
+
+
+def gate_cases(result: GateResult) -> list[CaseResult]:
+    """One case for each prompt's overall recall and one per category present, in order;
+    a case fails when a regression of its own stands (`GateResult.failing`)."""
+    cases = []
+    for pc in result.comparison.prompts:
+        cases.append(CaseResult(pc.prompt, "recall", pc.recall, result.failing.get((pc.prompt, "recall"), []), pc.lost))
+        for cat in CATEGORIES:
+            if cat not in pc.by_category:
+                continue
+            lost = [f for f in pc.lost if f.category == cat]
+            cases.append(CaseResult(pc.prompt, cat, pc.by_category[cat], result.failing.get((pc.prompt, cat), []), lost))
+    return cases
+
+
+# ----------------------------------------------------------------------------- outputs
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _pts(x: float) -> str:
+    return f"{100 * x:+.1f}"
+
+
+def _ci(d: Delta) -> str:
+    return f"[{_pts(d.ci[0])}, {_pts(d.ci[1])}]"
+
+
+def _side(meta: dict[str, Any], path: str) -> str:
+    name = f"`{meta.get('run') or path}`"
+    if meta.get("baseline"):
+        name = f"`{meta['baseline']}` (committed baseline; run `{meta.get('run')}`)"
+    bits = [name, meta.get("model") or "?"]
+    if meta.get("offline_stand_in"):
+        bits.append("offline stand-in, not an LLM")
+    if meta.get("git_commit"):
+        bits.append(f"commit {meta['git_commit']}")
+    if meta.get("epochs", 1) > 1:
+        bits.append(f"{meta['epochs']} epochs")
+    return ", ".join(bits)
+
+
+def format_text(result: GateResult) -> str:
+    """The verdict for a terminal or CI log: verdict, reasons, deltas, facts lost and gained."""
+    cmp = result.comparison
+    lines = [
+        f"gate: {result.verdict.upper()} (baseline {_side(result.baseline_meta, result.baseline_path)}; "
+        f"candidate {_side(result.candidate_meta, result.candidate_path)}; {cmp.samples} samples; "
+        f"tolerance {cmp.tolerance:.3f}, category tolerance {cmp.category_tolerance:.3f})"
+    ]
+    lines += [f"  REGRESSION {r}" for r in result.reasons]
+    lines += [f"  warning: {w}" for w in result.warnings]
+    lines.append("")
+    lines.append(f"{'prompt':<22} {'case':<11} {'baseline':>9} {'candidate':>9} {'delta':>7}  95% interval     result")
+    for case in gate_cases(result):
+        d = case.delta
+        if d is None:
+            continue
+        status = "FAIL" if case.failures else "ok"
+        lines.append(
+            f"{case.prompt:<22} {case.name:<11} {_pct(d.baseline):>9} {_pct(d.candidate):>9} {_pts(d.delta):>7}  "
+            f"{_ci(d):<16} {status}"
+        )
+    for pc in cmp.prompts:
+        for title, changes in (("lost", pc.lost), ("gained", pc.gained)):
+            if not changes:
+                continue
+            lines.append("")
+            lines.append(f"{pc.prompt}: {len(changes)} fact(s) {title}")
+            for f in changes:
+                flags = " CRITICAL" if f.critical else ""
+                flags += " (unstable in baseline)" if result.is_unstable(f) else ""
+                lines.append(
+                    f"  {f.trace}@{f.point}  {f.category:<10} {f.fact}{flags}  "
+                    f"(kept {f.baseline_kept:.0%} -> {f.candidate_kept:.0%} of epochs)"
+                )
+    return "\n".join(lines)
+
+
+def _md_escape(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def format_markdown(result: GateResult, *, fact_text: dict[tuple[str, str], str] | None = None) -> str:
+    """Markdown for a pull-request comment or the job summary.
+
+    Args:
+        result: the gate's decision.
+        fact_text: optional (trace, fact id) -> the labelled text, shown with lost facts.
+    """
+    cmp = result.comparison
+    fact_text = fact_text or {}
+    icon = "✅" if result.exit_code == EXIT_PASS else "❌"
+    out = [
+        f"## {icon} compaction-eval gate: {result.verdict}",
+        "",
+        f"- baseline: {_side(result.baseline_meta, result.baseline_path)}",
+        f"- candidate: {_side(result.candidate_meta, result.candidate_path)}",
+        f"- {cmp.samples} samples (trace × compaction point), paired by trace, point, prompt and fact; "
+        f"95% paired-bootstrap intervals; tolerance {100 * cmp.tolerance:.1f} points overall, "
+        f"{100 * cmp.category_tolerance:.1f} per category",
+    ]
+    if result.baseline_meta.get("offline_stand_in") or result.candidate_meta.get("offline_stand_in"):
+        out.append("- the compaction model is the offline extractive summariser, a deterministic baseline, not an LLM")
+    if result.unstable:
+        out.append(f"- {len(result.unstable)} fact(s) unstable in the baseline (kept in only some epochs) "
+                   "cannot fail the gate on their own")
+    if result.reasons:
+        out += ["", "### Regressions", ""] + [f"- {_md_escape(r)}" for r in result.reasons]
+    if result.warnings:
+        out += ["", "### Warnings", ""] + [f"- {_md_escape(w)}" for w in result.warnings]
+
+    out += ["", "### Recall by prompt", "", "| prompt | baseline | candidate | Δ points | 95% interval | samples | result |",
+            "|---|---:|---:|---:|---|---:|---|"]
+    cases = gate_cases(result)
+    for case in cases:
+        if case.name != "recall" or case.delta is None:
+            continue
+        d = case.delta
+        out.append(f"| {case.prompt} | {_pct(d.baseline)} | {_pct(d.candidate)} | {_pts(d.delta)} | {_ci(d)} | {d.n} | "
+                   f"{'❌ regression' if case.failures else '✅'} |")
+
+    prompts = [pc.prompt for pc in cmp.prompts]
+    cats = [c for c in CATEGORIES if any(case.name == c for case in cases)]
+    if cats:
+        out += ["", "### Δ recall by category (points, 95% interval)", "",
+                "| prompt | " + " | ".join(cats) + " |", "|---|" + "---|" * len(cats)]
+        for prompt in prompts:
+            row = []
+            for cat in cats:
+                case = next((c for c in cases if c.prompt == prompt and c.name == cat), None)
+                if case is None or case.delta is None:
+                    row.append("–")
+                    continue
+                mark = " ❌" if case.failures else ""
+                row.append(f"{_pts(case.delta.delta)} {_ci(case.delta)}{mark}")
+            out.append(f"| {prompt} | " + " | ".join(row) + " |")
+
+    for title, attr in (("Facts lost", "lost"), ("Facts gained", "gained")):
+        changes = [f for pc in cmp.prompts for f in getattr(pc, attr)]
+        if not changes:
+            continue
+        out += ["", f"### {title} ({len(changes)})", ""]
+        summary = ", ".join(f"{pc.prompt}: {len(getattr(pc, attr))}" for pc in cmp.prompts if getattr(pc, attr))
+        out += [f"<details{' open' if attr == 'lost' and len(changes) <= 40 else ''}><summary>{summary}</summary>", "",
+                "| prompt | sample | category | fact | kept (baseline → candidate) |", "|---|---|---|---|---|"]
+        for f in changes[:MAX_LISTED_FACTS]:
+            name = f"`{f.fact}`"
+            text = fact_text.get((f.trace, f.fact))
+            if text:
+                name += f": {_md_escape(text)[:160]}"
+            if f.critical:
+                name = "**critical** " + name
+            if result.is_unstable(f):
+                name += " _(unstable in baseline)_"
+            out.append(f"| {f.prompt} | {f.trace}@{f.point} | {f.category} | {name} | "
+                       f"{f.baseline_kept:.0%} → {f.candidate_kept:.0%} |")
+        if len(changes) > MAX_LISTED_FACTS:
+            out.append(f"| … | | | {len(changes) - MAX_LISTED_FACTS} more (see the JUnit file or the report) | |")
+        out += ["", "</details>"]
+    if cmp.only_in_candidate:
+        out += ["", f"New prompts without a baseline (not gated): {', '.join(cmp.only_in_candidate)}."]
+    return "\n".join(out) + "\n"
+
+
+def format_junit(result: GateResult) -> str:
+    """JUnit XML: a test suite per prompt, a test case for its recall and one per category.
+
+    A failing case carries the rule that failed and the facts of that case that were lost.
+    """
+    root = ET.Element("testsuites", name="compaction-eval gate")
+    by_prompt: dict[str, list[CaseResult]] = {}
+    for case in gate_cases(result):
+        by_prompt.setdefault(case.prompt, []).append(case)
+    total = fails = 0
+    for prompt, cases in by_prompt.items():
+        nfail = sum(1 for c in cases if c.failures)
+        suite = ET.SubElement(root, "testsuite", name=prompt, tests=str(len(cases)), failures=str(nfail), errors="0", skipped="0")
+        total += len(cases)
+        fails += nfail
+        for case in cases:
+            tc = ET.SubElement(suite, "testcase", classname=f"compaction_eval.gate.{prompt}", name=case.name, time="0")
+            d = case.delta
+            detail = []
+            if d is not None:
+                detail.append(f"baseline {_pct(d.baseline)}, candidate {_pct(d.candidate)}, delta {_pts(d.delta)} points "
+                              f"{_ci(d)} over {d.n} samples")
+            lost = [f"lost {f.fact} ({f.category}) at {f.trace}@{f.point}" + (" CRITICAL" if f.critical else "") for f in case.lost]
+            if case.failures:
+                failure = ET.SubElement(tc, "failure", message="; ".join(case.failures), type="regression")
+                failure.text = "\n".join(detail + lost)
+            else:
+                ET.SubElement(tc, "system-out").text = "\n".join(detail + lost)
+    root.set("tests", str(total))
+    root.set("failures", str(fails))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def unusable_markdown(error: ContractError) -> str:
+    """Markdown for a gate that could not decide (exit 2): what is missing or different."""
+    lines = ["## ⚠️ compaction-eval gate: unusable input", ""]
+    lines += [f"- {_md_escape(str(p))}" for p in error.problems]
+    return "\n".join(lines) + "\n"
+
+
+def fact_texts(results: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """(trace, fact id) -> labelled text, from the labels the run was made on, when found."""
+    from compaction_eval.contracts.labels import load_labels
+    from compaction_eval.corpus.load import label_paths
+
+    out: dict[tuple[str, str], str] = {}
+    try:
+        paths = label_paths([Path(p) for p in results.get("config", {}).get("labels", []) if Path(p).exists()])
+    except ContractError:
+        return out
+    for path in paths:
+        try:
+            lab = load_labels(path)
+        except ContractError:
+            continue
+        for f in lab.facts:
+            out[(lab.trace, f.id)] = f.text
+    return out
+
+
+def write_outputs(
+    text_markdown: str, *, markdown: Path | None = None, junit_xml: str | None = None, junit: Path | None = None,
+    step_summary: bool = True,
+) -> list[Path]:
+    """Write the markdown and JUnit files asked for; append the markdown to
+    `$GITHUB_STEP_SUMMARY` when it is set. Returns the files written."""
+    written = []
+    if markdown is not None:
+        _write(markdown, text_markdown)
+        written.append(markdown)
+    if junit is not None and junit_xml is not None:
+        _write(junit, junit_xml)
+        written.append(junit)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary and summary:
+        with open(summary, "a", encoding="utf-8") as fh:
+            fh.write(text_markdown + "\n")
+        written.append(Path(summary))
+    return written
+
+
+def _write(path: Path, text: str) -> None:
+    import tempfile
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def unusable_junit(error: ContractError) -> str:
+    """JUnit XML for a gate that could not decide: one test case in error, naming why."""
+    root = ET.Element("testsuites", name="compaction-eval gate", tests="1", failures="0", errors="1")
+    suite = ET.SubElement(root, "testsuite", name="inputs", tests="1", failures="0", errors="1", skipped="0")
+    tc = ET.SubElement(suite, "testcase", classname="compaction_eval.gate", name="inputs", time="0")
+    err = ET.SubElement(tc, "error", message=str(error.problems[0]) if error.problems else str(error), type="unusable-input")
+    err.text = "\n".join(str(p) for p in error.problems)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

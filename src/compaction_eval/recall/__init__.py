@@ -1,0 +1,1 @@
+"""The fact-recall suite: matchers -> per-fact verdicts -> per-prompt statistics -> results.json."""

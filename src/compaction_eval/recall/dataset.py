@@ -1,0 +1,31 @@
+"""The fact-recall dataset: one inspect Sample per (trace, point, prompt)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from inspect_ai.dataset import MemoryDataset, Sample
+
+from compaction_eval.contracts.prompts import Candidate
+from compaction_eval.corpus.load import load_corpus
+
+
+def recall_samples(traces: list[Path | str], labels: list[Path | str], candidates: list[Candidate]) -> MemoryDataset:
+    """Samples for every labelled point of every trace, under every candidate prompt."""
+    corpus = load_corpus(traces, labels)
+    rows = corpus.to_dataset()
+    samples = [
+        Sample(
+            id=f"{row['id']}/{c.name}",
+            input=f"Compact {row['trace']} at message {row['point']} with prompt {c.name}",
+            metadata={
+                **row,
+                "prompt": c.name,
+                "prompt_path": str(c.path),
+                "prompt_fields": list(c.active_fields),
+            },
+        )
+        for row in rows
+        for c in candidates
+    ]
+    return MemoryDataset(samples, name="fact_recall")

@@ -1,0 +1,191 @@
+"""LLM judge matcher (optional): a model decides the meaning categories, quoting its evidence.
+
+One generate call per sample lists every fact; the model answers a JSON list
+`[{"id", "kept", "quote", "reason"}]`. A verdict is only trusted as far as its quote: a
+`kept` verdict whose quote does not occur in the summary (whitespace-folded,
+case-insensitive) counts as not kept, so a judge cannot keep a fact on an invented phrase;
+nor does one whose quote contradicts the fact (negates it, or reports the opposite outcome).
+Runs through inspect (`inspect_ai.model.Model`), so real runs use `anthropic/<model>` and
+tests use `mockllm/model`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, Model
+
+from compaction_eval.contracts.labels import EXACT_CATEGORIES, Fact
+from compaction_eval.recall.matching.normalize import normalize
+from compaction_eval.recall.matching.semantic import (
+    OUTCOME_CATEGORIES,
+    _outcome_sign,
+    negation_conflict,
+    outcome,
+)
+
+
+@dataclass
+class JudgeVerdict:
+    """The judge's verdict on one fact.
+
+    Args:
+        kept: the fact survived (after the quote check).
+        quote: the words of the summary the judge cites.
+        reason: the judge's one-line reason (or why the verdict was overruled).
+    """
+
+    kept: bool
+    quote: str
+    reason: str
+
+
+class JudgeOutputError(ValueError):
+    """The judge's answer is not the JSON list of verdicts it was asked for."""
+
+
+SYSTEM = """You check which facts of an agent's conversation survived in a compacted summary.
+A fact is kept when an agent that only reads the summary could act on it without re-deriving it.
+- A paraphrase counts.
+- A negation does not count ("the fix did not work" for "the fix worked"; "modify tests" for
+  "must not modify tests").
+- An inversion does not count (a failed attempt reported as a success, or the reverse).
+- A vaguer version that loses what makes the fact actionable does not count (no file, no
+  symbol, no error text, no number, no reason).
+- For decisions and attempts the reason is part of the fact: the summary must keep it too.
+- Paths, symbols, numbers and error messages must appear exactly as in the fact.
+Answer with a JSON array only, one object per fact, in the order given:
+[{"id": "<fact id>", "kept": true or false, "quote": "<the exact words copied from the summary that carry the fact, or empty>", "reason": "<one short sentence>"}]"""
+
+
+def build_prompt(summary: str, facts: Sequence[Fact]) -> str:
+    """The user message: the summary, then the facts to check."""
+    lines = [f"<summary>\n{summary}\n</summary>", "", "<facts>"]
+    for fact in facts:
+        lines.append(json.dumps({"id": fact.id, "category": fact.category, "fact": fact.text}, ensure_ascii=False))
+    lines.append("</facts>")
+    return "\n".join(lines)
+
+
+async def judge_facts(model: Model, summary: str, facts: list[Fact]) -> dict[str, JudgeVerdict]:
+    """Ask `model` which of `facts` survived in `summary`: one generate call.
+
+    Args:
+        model: an inspect model (`get_model("anthropic/...")`, or `mockllm/model` in tests).
+        summary: the compacted text.
+        facts: the facts to judge (usually the meaning categories of the expected facts).
+
+    Returns a verdict for every fact id: a fact the judge skipped is not kept. Raises
+    JudgeOutputError when the answer cannot be read as a list of verdicts.
+    """
+    if not facts:
+        return {}
+    output = await model.generate(
+        [ChatMessageSystem(content=SYSTEM), ChatMessageUser(content=build_prompt(summary, facts))],
+        config=GenerateConfig(temperature=0.0),
+    )
+    return verdicts_from_text(output.completion, summary, facts)
+
+
+def verdicts_from_text(text: str, summary: str, facts: Sequence[Fact]) -> dict[str, JudgeVerdict]:
+    """Parse and check a judge answer (see `judge_facts`)."""
+    items = parse_judge_output(text)
+    wanted = {f.id for f in facts}
+    by_id = {f.id: f for f in facts}
+    folded_summary = normalize(summary)
+    out: dict[str, JudgeVerdict] = {}
+    for item in items:
+        fid = str(item.get("id", "")).strip()
+        if fid not in wanted or fid in out:
+            continue
+        kept = _as_bool(item.get("kept"))
+        quote = _clean_quote(item.get("quote"))
+        reason = str(item.get("reason") or "").strip()
+        if kept and not quote:
+            kept, reason = False, f"no quote given (judge said kept: {reason})"
+        elif kept and normalize(quote) not in folded_summary:
+            kept, reason = False, f"quote not found in the summary (judge said kept: {reason})"
+        elif kept and contradicts(by_id[fid], quote):
+            kept, reason = False, f"quote contradicts the fact (judge said kept: {reason})"
+        out[fid] = JudgeVerdict(kept=kept, quote=quote, reason=reason)
+    for fid in wanted - out.keys():
+        out[fid] = JudgeVerdict(kept=False, quote="", reason="the judge gave no verdict for this fact")
+    return out
+
+
+def contradicts(fact: Fact, quote: str) -> bool:
+    """The judge's own evidence says the opposite of the fact: it negates what the fact
+    asserts, or reports the opposite outcome of an attempt or decision (the offline checks
+    of `semantic`, applied to the quote). A judge that keeps "the revert worked" for "the
+    revert broke 6 tests" is overruled by its quote."""
+    if fact.category in EXACT_CATEGORIES:
+        return False
+    if negation_conflict(fact.text, quote):
+        return True
+    if fact.category in OUTCOME_CATEGORIES:
+        want, got = _outcome_sign(outcome(fact.text)), _outcome_sign(outcome(quote))
+        return want != 0 and got == -want
+    return False
+
+
+def parse_judge_output(text: str) -> list[dict[str, Any]]:
+    """The list of verdict objects in a judge answer.
+
+    Tolerates a markdown code fence, prose around the array, a `{"verdicts": [...]}` wrapper
+    and trailing commas. Raises JudgeOutputError otherwise.
+    """
+    if not text or not text.strip():
+        raise JudgeOutputError("the judge returned an empty answer (expected a JSON array of verdicts)")
+    body = text.strip()
+    fence = re.search(r"```(?:json)?\s*(.*?)```", body, re.S)
+    candidates = [fence.group(1)] if fence else []
+    start, end = body.find("["), body.rfind("]")
+    if start != -1 and end > start:
+        candidates.append(body[start : end + 1])
+    start, end = body.find("{"), body.rfind("}")
+    if start != -1 and end > start:
+        candidates.append(body[start : end + 1])
+    for cand in candidates:
+        for attempt in (cand, re.sub(r",\s*([\]}])", r"\1", cand)):
+            try:
+                data = json.loads(attempt)
+            except json.JSONDecodeError:
+                continue
+            items = _verdict_list(data)
+            if items is not None:
+                return items
+    snippet = body[:200].replace("\n", " ")
+    raise JudgeOutputError(f"the judge's answer is not a JSON array of verdicts: {snippet!r}")
+
+
+def _verdict_list(data: Any) -> list[dict[str, Any]] | None:
+    if isinstance(data, dict):
+        for key in ("verdicts", "facts", "results"):
+            if isinstance(data.get(key), list):
+                data = data[key]
+                break
+        else:
+            data = [data] if "id" in data else None
+    if isinstance(data, list) and all(isinstance(d, dict) and "id" in d for d in data):
+        return data
+    return None
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in {"true", "yes", "1", "kept"}
+
+
+def _clean_quote(value: Any) -> str:
+    quote = str(value or "").strip()
+    # judges wrap quotes in quotation marks or ellipses; the words inside are what counts
+    quote = re.sub(r"^(?:\.\.\.|\u2026|[\"'`\u201c\u2018])+|(?:\.\.\.|\u2026|[\"'`\u201d\u2019])+$", "", quote)
+    return quote.strip()
+
+
+__all__ = ["JudgeOutputError", "JudgeVerdict", "build_prompt", "contradicts", "judge_facts", "parse_judge_output", "verdicts_from_text"]

@@ -1,0 +1,75 @@
+"""Scorer: which expected facts survived, in the summary and in the whole context."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from inspect_ai.model import get_model
+from inspect_ai.scorer import Score, Scorer, mean, scorer, stderr
+from inspect_ai.solver import TaskState
+
+from compaction_eval.contracts.labels import EXACT_CATEGORIES, Labels
+from compaction_eval.recall.loading import labels_at, trace_at
+from compaction_eval.recall.matching.judge import judge_facts
+from compaction_eval.recall.scoring import score_summary
+from compaction_eval.recall.solver import STORE_KEY
+
+METRICS = ("recall", "precision", "context_recall", "compression", "critical_lost", "distortions")
+
+
+def summary_scope(labels: Labels, at: int, tail_start: int) -> Labels:
+    """`labels` without the facts whose every source lies in the verbatim tail."""
+    facts = tuple(f for f in labels.facts if not f.expected_at(at) or any(s < tail_start for s in f.source))
+    return replace(labels, facts=facts)
+
+
+@scorer(metrics={name: [mean(), stderr()] for name in METRICS})
+def fact_recall(judge_model: str | None = None) -> Scorer:
+    """Score the compacted sample by the kept rule (DESIGN.md 4).
+
+    Args:
+        judge_model: optional model that judges meaning-category facts (intent,
+            constraint, decision, attempt, next_step); exact categories stay literal.
+    """
+
+    async def score(state: TaskState, target) -> Score:
+        meta = state.metadata
+        trace, labels = trace_at(meta["trace_path"]), labels_at(meta["labels_path"])
+        at = meta["point"]
+        compacted = state.store.get(STORE_KEY)
+        summary = compacted["summary"]
+        # The summary answers for the facts it could read: a fact established only in the
+        # verbatim tail is not its job (the context score counts it).
+        in_scope = summary_scope(labels, at, compacted["split"]["tail_start"])
+        judged = None
+        if judge_model:
+            # exact categories stay literal: only meaning facts go to the judge
+            meaning = [f for f in in_scope.expected(at) if f.category not in EXACT_CATEGORIES]
+            judged = await judge_facts(get_model(judge_model), summary, meaning) if meaning else {}
+        on_summary = score_summary(summary, in_scope, trace, at, judged=judged)
+        on_context = score_summary(compacted["context"], labels, trace, at)
+        detail = on_summary.to_json()
+        detail["tail_only_facts"] = sorted({f.id for f in labels.expected(at)} - {f.id for f in in_scope.expected(at)})
+        compression = compacted["span_tokens"] / max(compacted["summary_tokens"], 1)
+        return Score(
+            value={
+                "recall": on_summary.recall,
+                "precision": on_summary.precision,
+                "context_recall": on_context.recall,
+                "compression": compression,
+                "critical_lost": float(len(on_summary.critical_lost)),
+                "distortions": float(len(on_summary.distortions)),
+            },
+            answer=summary,
+            metadata={
+                "summary_score": detail,
+                "context_score": {
+                    "recall": on_context.recall,
+                    "recall_by_category": on_context.recall_by_category,
+                    "facts": [{"id": f.id, "kept": f.kept} for f in on_context.facts],
+                },
+                "compacted": {k: v for k, v in compacted.items() if k not in ("context",)},
+            },
+        )
+
+    return score

@@ -1,0 +1,45 @@
+"""Solver: compact the sample's history at its point with its prompt."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from inspect_ai.model import ModelOutput, get_model
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from compaction_eval.compaction.compact import Shape, compact_sample
+from compaction_eval.recall.loading import candidate_at, trace_at
+
+STORE_KEY = "compacted"
+
+
+@solver
+def compact_history(budget: int = 800, keep_last: int = 4, shape: Shape = "inline", focus: str | None = None, cache: bool = True) -> Solver:
+    """Compact messages[0:point] of the sample's trace with the sample's prompt.
+
+    Args:
+        budget: summary budget in tokens (enforced).
+        keep_last: messages kept verbatim at the end of the history.
+        shape: `inline` (span in the prompt) or `messages` (span as messages, instruction last).
+        focus: optional focus instruction passed to every prompt.
+        cache: use inspect's generate cache.
+    """
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        meta = state.metadata
+        trace = trace_at(meta["trace_path"])
+        candidate = candidate_at(meta["prompt_path"], tuple(meta["prompt_fields"]))
+        # The "compactor" role lets a user bill compaction to a different model than the
+        # task's; unset, it is the task's model.
+        model = get_model(role="compactor")
+        compacted = await compact_sample(
+            model, trace, meta["point"], candidate, budget=budget, keep_last=keep_last, shape=shape, focus=focus, cache=cache
+        )
+        record = asdict(compacted)
+        record["split"] = {"head_end": compacted.split.head_end, "tail_start": compacted.split.tail_start}
+        record.update(budget=budget, shape=shape, keep_last=keep_last, model=str(model))
+        state.store.set(STORE_KEY, record)
+        state.output = ModelOutput.from_content(model=str(model), content=compacted.summary)
+        return state
+
+    return solve

@@ -1,0 +1,1 @@
+"""Statistics shared by every suite: bootstrap intervals and paired differences."""

@@ -1,0 +1,1 @@
+"""Recall-first tuning of a prompt's fields."""

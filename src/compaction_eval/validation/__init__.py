@@ -1,0 +1,1 @@
+"""Agreement of the matchers (and an LLM judge) with human gold judgments."""
