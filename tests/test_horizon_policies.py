@@ -18,7 +18,7 @@ from inspect_ai.tool import ToolCall
 from compaction_eval.compaction.compact import ANCHOR_LABEL, SUMMARY_LABEL
 from compaction_eval.contracts.chat_tokens import messages_tokens
 from compaction_eval.contracts.prompts import load_candidates
-from compaction_eval.horizon.policies import PolicySpec, make_policy
+from compaction_eval.horizon.policies.resolve import PolicySpec, make_policy
 from compaction_eval.horizon.policies.eviction import TieredEviction, is_tombstone
 from compaction_eval.horizon.policies.full import FullCompaction
 from compaction_eval.horizon.policies.notes import NotesBook

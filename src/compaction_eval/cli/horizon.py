@@ -1,4 +1,4 @@
-"""Arguments and command body of `compaction-eval horizon` (kept out of cli.py, which is shared)."""
+"""`horizon`: long-horizon completion of every context configuration over every world."""
 
 from __future__ import annotations
 
@@ -6,10 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from compaction_eval.horizon.runner import DEFAULT_ALL_CONFIGS, HorizonConfig
-
-# `run` keeps to the configurations that finish fast offline; `horizon` runs all of them.
-RUN_CONFIGS = ("baseline", "eviction", "full", "baseline-mutated", "inspect-edit", "inspect-trim")
+from compaction_eval.cli.common import DISPLAYS, run_dir
+from compaction_eval.contracts.settings import (
+    DEFAULT_AGENT,
+    DEFAULT_HORIZON_BUDGET,
+    DEFAULT_HORIZON_PROMPT,
+    DEFAULT_MODEL,
+)
 
 
 def add_horizon_args(p: argparse.ArgumentParser, *, in_run: bool = False) -> None:
@@ -17,28 +20,35 @@ def add_horizon_args(p: argparse.ArgumentParser, *, in_run: bool = False) -> Non
     p.add_argument("--worlds", nargs="+", help="world ids (default: all 12)")
     p.add_argument("--size", choices=["small", "medium", "large"], default="small",
                    help="world size preset (default: small, fast; large has 2,000-line files)")
-    default = RUN_CONFIGS if in_run else DEFAULT_ALL_CONFIGS
+    from compaction_eval.horizon.policies.registry import (
+        ALL_CONFIGS,
+        RUN_CONFIGS,
+        config_help,
+    )
+
+    default = RUN_CONFIGS if in_run else ALL_CONFIGS
     p.add_argument("--configs", nargs="+", default=list(default),
-                   help=f"long-horizon configurations (default: {' '.join(default)}); also module:Class")
-    p.add_argument("--agent" if in_run else "--model", dest="agent", default="scripted/default",
+                   help=f"long-horizon configurations (default: {' '.join(default)}). {config_help()}")
+    p.add_argument("--agent" if in_run else "--model", dest="agent", default=DEFAULT_AGENT,
                    help="the agent model (default: the offline scripted agent, not an LLM)")
     if not in_run:
-        p.add_argument("--compactor", default="extractive/default", help="model of the compactor role (default: the offline extractive summariser)")
-        p.add_argument("--prompt", default="handoff", help="candidate prompt used by `full` (default: handoff)")
+        p.add_argument("--compactor", default=DEFAULT_MODEL, help="model of the compactor role (default: the offline extractive summariser)")
+        p.add_argument("--prompt", default=DEFAULT_HORIZON_PROMPT, help=f"candidate prompt used by `full` (default: {DEFAULT_HORIZON_PROMPT})")
         p.add_argument("--prompts-dir", default="prompts")
-        p.add_argument("--budget", type=int, default=600, help="summary budget of `full` in tokens")
+        p.add_argument("--budget", type=int, default=DEFAULT_HORIZON_BUDGET, help=f"summary budget of `full` in tokens (default: {DEFAULT_HORIZON_BUDGET})")
         p.add_argument("--out", default="results", help="parent directory of run directories (default: results)")
         p.add_argument("--run", help="run name (default: a timestamp)")
-        p.add_argument("--display", default="plain", choices=["none", "plain", "rich", "full", "conversation"])
+        p.add_argument("--display", default="plain", choices=DISPLAYS)
     p.add_argument("--prices", help="JSON price table {model: {input, output, ...}} (USD per Mtok)")
     p.add_argument("--price-model", help="entry of the price table to use (default: matched from the agent model)")
     p.add_argument("--max-samples", type=int, help="concurrent samples per task")
     p.add_argument("--skip-horizon", action="store_true", help=argparse.SUPPRESS if not in_run else "run only the fact-recall suite")
 
 
-def horizon_config(args: argparse.Namespace, *, in_run: bool = False) -> HorizonConfig:
+def horizon_config(args: argparse.Namespace, *, in_run: bool = False):
     """The suite's configuration; inside `run` the compactor is run's `--model`."""
     from compaction_eval.horizon.prices import PRICES, load_prices
+    from compaction_eval.horizon.runner import HorizonConfig
 
     prices = load_prices(args.prices) if args.prices else dict(PRICES)
     if args.price_model and args.price_model not in prices:
@@ -51,7 +61,7 @@ def horizon_config(args: argparse.Namespace, *, in_run: bool = False) -> Horizon
         compactor=args.model if in_run else args.compactor,
         prompt=_run_prompt(args) if in_run else args.prompt,
         prompts_dir=_run_prompts_dir(args) if in_run else args.prompts_dir,
-        budget=600 if in_run else args.budget,
+        budget=DEFAULT_HORIZON_BUDGET if in_run else args.budget,
         prices=prices,
         price_model=args.price_model,
         display=args.display,
@@ -71,12 +81,12 @@ def _run_prompt(args: argparse.Namespace) -> str:
     from compaction_eval.contracts.prompts import load_candidates
 
     names = [c.name for c in load_candidates([Path(_run_prompts_dir(args))])]
-    return "handoff" if "handoff" in names else names[0]
+    return DEFAULT_HORIZON_PROMPT if DEFAULT_HORIZON_PROMPT in names else names[0]
 
 
-def run_and_print(config: HorizonConfig, out: Path, *, existing: bool) -> int:
+def run_and_print(config, out: Path, *, existing: bool) -> int:
     """Run the suite, print the table and where the results are; 0 ok, 1 failed."""
-    from compaction_eval.horizon.policies.resolve import known_config
+    from compaction_eval.horizon.policies.registry import known_config
     from compaction_eval.horizon.runner import HorizonFailed, run_horizon
     from compaction_eval.report.horizon_table import format_horizon
 
@@ -93,3 +103,13 @@ def run_and_print(config: HorizonConfig, out: Path, *, existing: bool) -> int:
     print(format_horizon(results))
     print(f"horizon results: {out / 'horizon.json'}")
     return 0
+
+
+def cmd_horizon(args: argparse.Namespace) -> int:
+    return run_and_print(horizon_config(args), run_dir(args), existing=False)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("horizon", help="long-horizon completion of every configuration over every world; writes results/<run>/horizon.json")
+    add_horizon_args(p)
+    p.set_defaults(func=cmd_horizon)

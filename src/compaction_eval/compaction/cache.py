@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from inspect_ai.model import Model
 
-OFFLINE_PROVIDERS = ("extractive/", "scripted/", "mockllm/")
+from compaction_eval.contracts.settings import is_stand_in
 
 
 def use_generate_cache(model: Model | str) -> bool:
-    return not str(model).startswith(OFFLINE_PROVIDERS)
+    return not is_stand_in(model)

@@ -14,6 +14,7 @@ from compaction_eval.compaction.render import (
 )
 from compaction_eval.compaction.split import Split, split_history
 from compaction_eval.contracts.prompts import Candidate
+from compaction_eval.contracts.settings import DEFAULT_KEEP_LAST
 from compaction_eval.contracts.tokens import count_tokens, truncate_tokens
 from compaction_eval.contracts.traces import Trace
 
@@ -93,7 +94,7 @@ async def compact_sample(
     candidate: Candidate,
     *,
     budget: int,
-    keep_last: int = 4,
+    keep_last: int = DEFAULT_KEEP_LAST,
     shape: Shape = "inline",
     focus: str | None = None,
     cache: bool = False,

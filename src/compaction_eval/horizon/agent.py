@@ -36,9 +36,10 @@ from inspect_ai.tool import ToolInfo
 
 from compaction_eval.compaction.cache import use_generate_cache
 from compaction_eval.contracts.chat_tokens import message_tokens, tools_tokens
+from compaction_eval.contracts.settings import DEFAULT_HORIZON_BUDGET
 from compaction_eval.horizon.ledger import STORE_KEY, Ledger
-from compaction_eval.horizon.policies import PolicySpec, make_policy
 from compaction_eval.horizon.policies.notes import NOTES_TOOL, NotesBook
+from compaction_eval.horizon.policies.resolve import PolicySpec, make_policy
 from compaction_eval.horizon.tools import SUBMIT_TOOL, world_tools
 from compaction_eval.horizon.worlds import World, get_world
 
@@ -47,7 +48,7 @@ CONTINUE = "Continue with the task using the tools; call submit(answer) when you
 
 
 @solver
-def horizon_agent(config: str = "full", prompt: str = "handoff", prompts_dir: str = "prompts", budget: int = 600,
+def horizon_agent(config: str = "full", prompt: str = "handoff", prompts_dir: str = "prompts", budget: int = DEFAULT_HORIZON_BUDGET,
                   output_reserve: int = 512, max_steps: int | None = None) -> Solver:
     """Run the sample's world under one context configuration.
 

@@ -14,16 +14,21 @@ from compaction_eval.contracts.runfiles import (
     staged_run_dir,
     write_json_atomic,
 )
+from compaction_eval.contracts.settings import (
+    DEFAULT_AGENT,
+    DEFAULT_HORIZON_BUDGET,
+    DEFAULT_MODEL,
+    is_stand_in,
+)
 from compaction_eval.horizon.ablation import cache_ablation
 from compaction_eval.horizon.measure import config_summary, sample_record
+from compaction_eval.horizon.policies.registry import ALL_CONFIGS
 from compaction_eval.horizon.prices import PRICES, PriceTable, price_for
 from compaction_eval.horizon.worlds import world_ids
 
 SCHEMA = "compaction-eval/horizon@1"
 HORIZON_FILE = "horizon.json"
 LOG_SUBDIR = "horizon-logs"
-OFFLINE_AGENTS = ("scripted/",)
-DEFAULT_ALL_CONFIGS = ("baseline", "eviction", "full", "full-no-notes", "baseline-mutated", "inspect-edit", "inspect-trim", "inspect-summary", "inspect-auto")
 
 
 class HorizonFailed(RuntimeError):
@@ -46,14 +51,14 @@ class HorizonConfig:
         display: inspect display; max_samples: concurrent samples per task.
     """
 
-    configs: list[str] = field(default_factory=lambda: list(DEFAULT_ALL_CONFIGS))
+    configs: list[str] = field(default_factory=lambda: list(ALL_CONFIGS))
     worlds: list[str] | None = None
     size: str = "small"
-    model: str = "scripted/default"
-    compactor: str = "extractive/default"
+    model: str = DEFAULT_AGENT
+    compactor: str = DEFAULT_MODEL
     prompt: str = "handoff"
     prompts_dir: str = "prompts"
-    budget: int = 600
+    budget: int = DEFAULT_HORIZON_BUDGET
     output_reserve: int = 512
     prices: dict[str, PriceTable] = field(default_factory=lambda: dict(PRICES))
     price_model: str | None = None
@@ -110,7 +115,7 @@ def _run_into(config: HorizonConfig, directory: Path, final: Path) -> dict[str, 
         summary = config_summary(name, samples)
         summary["inspect_log"] = str(Path(LOG_SUBDIR) / Path(log.location).name)
         summaries.append(summary)
-    offline = config.model.startswith(OFFLINE_AGENTS)
+    offline = is_stand_in(config.model)
     results = {
         "schema": SCHEMA,
         "suite": "long_horizon",

@@ -5,11 +5,15 @@ from __future__ import annotations
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 
+from compaction_eval.contracts.settings import (
+    DEFAULT_HORIZON_BUDGET,
+    DEFAULT_MODEL,
+)
 from compaction_eval.horizon.agent import horizon_agent
 from compaction_eval.horizon.scorer import horizon_checker
 from compaction_eval.horizon.worlds import get_world, world_ids
 
-DEFAULT_COMPACTOR = "extractive/default"
+DEFAULT_COMPACTOR = DEFAULT_MODEL
 
 
 def horizon_dataset(worlds: list[str] | None = None, size: str = "small") -> MemoryDataset:
@@ -32,7 +36,7 @@ def long_horizon(
     size: str = "small",
     prompt: str = "handoff",
     prompts_dir: str = "prompts",
-    budget: int = 600,
+    budget: int = DEFAULT_HORIZON_BUDGET,
     output_reserve: int = 512,
     compactor: str | None = DEFAULT_COMPACTOR,
 ) -> Task:

@@ -24,13 +24,19 @@ from compaction_eval.contracts.runfiles import (
     staged_run_dir,
     write_json_atomic,
 )
+from compaction_eval.contracts.settings import (
+    DEFAULT_BUDGET,
+    DEFAULT_KEEP_LAST,
+    DEFAULT_MODEL,
+    DEFAULT_SHAPE,
+    is_stand_in,
+)
 from compaction_eval.corpus.load import load_corpus
 from compaction_eval.corpus.stats import corpus_stats
 from compaction_eval.recall.aggregate import summarise_prompts
 from compaction_eval.recall.stability import stability_summary
 
 # Providers that are deterministic stand-ins, not LLMs: their results say so everywhere.
-OFFLINE_STAND_INS = ("extractive/",)
 
 
 class RunFailed(RuntimeError):
@@ -61,10 +67,10 @@ class RecallConfig:
     traces: list[str] = field(default_factory=lambda: ["fixtures/traces"])
     labels: list[str] = field(default_factory=lambda: ["labels"])
     prompts: list[str] = field(default_factory=lambda: ["prompts"])
-    model: str = "extractive/default"
-    budget: int = 800
-    keep_last: int = 4
-    shape: str = "inline"
+    model: str = DEFAULT_MODEL
+    budget: int = DEFAULT_BUDGET
+    keep_last: int = DEFAULT_KEEP_LAST
+    shape: str = DEFAULT_SHAPE
     focus: str | None = None
     judge_model: str | None = None
     epochs: int = 1
@@ -79,7 +85,7 @@ class RecallConfig:
 
     @property
     def offline_stand_in(self) -> bool:
-        return self.model.startswith(OFFLINE_STAND_INS)
+        return is_stand_in(self.model)
 
 
 def git_commit() -> str | None:

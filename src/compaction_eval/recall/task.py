@@ -6,6 +6,7 @@ from inspect_ai import Task, task
 
 from compaction_eval.compaction.compact import Shape
 from compaction_eval.contracts.prompts import load_candidates
+from compaction_eval.contracts.settings import DEFAULT_BUDGET, DEFAULT_KEEP_LAST
 from compaction_eval.recall.dataset import recall_samples
 from compaction_eval.recall.scorer import fact_recall as fact_recall_scorer
 from compaction_eval.recall.solver import compact_history
@@ -16,8 +17,8 @@ def fact_recall(
     traces: str | list[str] = "fixtures/traces",
     labels: str | list[str] = "labels",
     prompts: str | list[str] = "prompts",
-    budget: int = 800,
-    keep_last: int = 4,
+    budget: int = DEFAULT_BUDGET,
+    keep_last: int = DEFAULT_KEEP_LAST,
     shape: Shape = "inline",
     focus: str | None = None,
     judge_model: str | None = None,

@@ -27,6 +27,7 @@ from markupsafe import Markup
 from compaction_eval.contracts.labels import CATEGORIES, Labels
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.runfiles import RESULTS_FILE, read_results
+from compaction_eval.contracts.settings import is_stand_in
 from compaction_eval.contracts.traces import Trace
 from compaction_eval.gate.compare import (
     Comparison,
@@ -507,7 +508,7 @@ def _horizon_view(horizon: dict[str, Any]) -> dict[str, Any]:
         "offline_stand_in": bool(horizon.get("offline_stand_in")),
         "agent_note": horizon.get("agent_note"),
         "compactor": horizon.get("compactor"),
-        "compactor_stand_in": str(horizon.get("compactor") or "").startswith("extractive/"),
+        "compactor_stand_in": is_stand_in(horizon.get("compactor") or ""),
         "n_worlds": horizon.get("n_worlds"),
         "size": horizon.get("size"),
     }

@@ -30,6 +30,14 @@ from typing import Any
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import Candidate, load_candidate
 from compaction_eval.contracts.runfiles import write_json_atomic
+from compaction_eval.contracts.settings import (
+    DEFAULT_AGENT,
+    DEFAULT_BUDGET,
+    DEFAULT_HORIZON_BUDGET,
+    DEFAULT_KEEP_LAST,
+    DEFAULT_MODEL,
+    is_stand_in,
+)
 
 TUNE_FILE = "tune.json"
 TUNE_SCHEMA = "compaction-eval/tune@1"
@@ -168,14 +176,14 @@ class TuneConfig:
     tolerance: float = 0.02
     traces: list[str] = field(default_factory=lambda: ["fixtures/traces"])
     labels: list[str] = field(default_factory=lambda: ["labels"])
-    model: str = "extractive/default"
-    budget: int = 800
-    keep_last: int = 4
+    model: str = DEFAULT_MODEL
+    budget: int = DEFAULT_BUDGET
+    keep_last: int = DEFAULT_KEEP_LAST
     shape: str = "inline"
     worlds: list[str] | None = None
     size: str = "small"
-    agent: str = "scripted/default"
-    horizon_budget: int = 600
+    agent: str = DEFAULT_AGENT
+    horizon_budget: int = DEFAULT_HORIZON_BUDGET
     work_dir: str | None = None
     min_fields: int = 1
 
@@ -307,7 +315,7 @@ def tune(config: TuneConfig, *, out_prompt: Path | None = None, log=print) -> Tu
         shutil.copy(tmp, target)
         written = str(target)
     notes = []
-    if config.model.startswith("extractive/"):
+    if is_stand_in(config.model):
         notes.append("Compaction model: the offline extractive summariser, a deterministic sentence-selection baseline, not an LLM.")
     if measure_horizon:
         notes.append(f"Completion: long-horizon configuration `full` with agent {config.agent}"

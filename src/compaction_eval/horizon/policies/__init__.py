@@ -5,14 +5,7 @@
 - `eviction`: tiered eviction of stale tool results with tombstones (eviction.py);
 - `full`: lossless eviction, span compaction with a candidate prompt, re-anchoring of the
   original request and a notes tool (full.py, notes.py);
-- inspect's built-ins by name and a user's own strategy by `module:Class` (resolve.py).
+- inspect's built-ins by name and a user's own strategy by `module:Class`.
+
+`registry.CONFIGS` is the one table of names; `resolve.make_policy` builds one for a world.
 """
-
-from compaction_eval.horizon.policies.resolve import (
-    BUILTIN_CONFIGS,
-    DEFAULT_CONFIGS,
-    PolicySpec,
-    make_policy,
-)
-
-__all__ = ["BUILTIN_CONFIGS", "DEFAULT_CONFIGS", "PolicySpec", "make_policy"]

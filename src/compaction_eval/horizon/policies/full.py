@@ -32,6 +32,7 @@ from compaction_eval.compaction.compact import ANCHOR_LABEL, SUMMARY_LABEL
 from compaction_eval.compaction.transcript import render_messages
 from compaction_eval.contracts.chat_tokens import messages_tokens, tools_tokens
 from compaction_eval.contracts.prompts import Candidate
+from compaction_eval.contracts.settings import DEFAULT_HORIZON_BUDGET, DEFAULT_KEEP_LAST
 from compaction_eval.contracts.tokens import count_tokens, truncate_tokens
 from compaction_eval.horizon.policies.common import (
     head_length,
@@ -57,7 +58,7 @@ class FullCompaction(CompactionStrategy):
         compactor: the summarising model (default: the `compactor` role, else the task model).
     """
 
-    def __init__(self, *, window: int, candidate: Candidate, notes: NotesBook, budget: int = 600, keep_last: int = 4,
+    def __init__(self, *, window: int, candidate: Candidate, notes: NotesBook, budget: int = DEFAULT_HORIZON_BUDGET, keep_last: int = DEFAULT_KEEP_LAST,
                  output_reserve: int = 512, compactor: str | Model | None = None) -> None:
         super().__init__(type="summary", threshold=window - output_reserve, memory=False)
         self.window = window

@@ -7,25 +7,15 @@ import inspect as pyinspect
 from dataclasses import dataclass
 from pathlib import Path
 
-from inspect_ai.model import (
-    CompactionAuto,
-    CompactionEdit,
-    CompactionStrategy,
-    CompactionSummary,
-    CompactionTrim,
-    Model,
-)
+from inspect_ai.model import CompactionStrategy, Model
 
 from compaction_eval.contracts.prompts import load_candidates
-from compaction_eval.horizon.policies.eviction import TieredEviction
-from compaction_eval.horizon.policies.full import FullCompaction
-from compaction_eval.horizon.policies.mutated import MutatedPrefixBaseline
+from compaction_eval.contracts.settings import (
+    DEFAULT_HORIZON_BUDGET,
+    DEFAULT_HORIZON_PROMPT,
+)
 from compaction_eval.horizon.policies.notes import NotesBook
-from compaction_eval.horizon.policies.truncation import BaselineTruncation
-
-DEFAULT_CONFIGS = ("baseline", "eviction", "full")
-BUILTIN_CONFIGS = ("inspect-edit", "inspect-trim", "inspect-summary", "inspect-auto")
-OURS = ("baseline", "baseline-mutated", "eviction", "full", "full-no-notes")
+from compaction_eval.horizon.policies.registry import ALL_CONFIGS, CONFIGS, Build
 
 
 @dataclass(frozen=True)
@@ -43,18 +33,14 @@ class PolicySpec:
     """
 
     name: str
-    prompt: str = "handoff"
+    prompt: str = DEFAULT_HORIZON_PROMPT
     prompts_dir: str = "prompts"
-    budget: int = 600
+    budget: int = DEFAULT_HORIZON_BUDGET
     output_reserve: int = 512
 
     @property
     def offers_notes(self) -> bool:
         return self.name == "full"
-
-
-def known_config(name: str) -> bool:
-    return name in OURS or name in BUILTIN_CONFIGS or ":" in name
 
 
 def make_policy(spec: PolicySpec, window: int, notes: NotesBook, compactor: Model | None = None) -> CompactionStrategy:
@@ -65,33 +51,15 @@ def make_policy(spec: PolicySpec, window: int, notes: NotesBook, compactor: Mode
     world's window is enforced whatever the model's own is).
     """
     threshold = window - spec.output_reserve
-    name = spec.name
-    if name == "baseline":
-        return BaselineTruncation(window=window, output_reserve=spec.output_reserve)
-    if name == "baseline-mutated":
-        return MutatedPrefixBaseline(window=window, output_reserve=spec.output_reserve)
-    if name == "eviction":
-        return TieredEviction(window=window, output_reserve=spec.output_reserve)
-    if name in ("full", "full-no-notes"):
-        # `full-no-notes` is the ablation of the notes tool: what summary + anchor keep alone.
-        return FullCompaction(window=window, candidate=_candidate(spec), notes=notes, budget=spec.budget,
-                              output_reserve=spec.output_reserve, compactor=compactor)
-    if name == "inspect-edit":
-        return CompactionEdit(threshold=threshold)
-    if name == "inspect-trim":
-        return CompactionTrim(threshold=threshold)
-    if name == "inspect-summary":
-        return CompactionSummary(threshold=threshold, model=compactor)
-    if name == "inspect-auto":
-        # Native compaction needs a provider that has it; otherwise inspect falls back to a
-        # summary by the task's model.
-        return CompactionAuto(threshold=threshold)
-    if ":" in name:
-        return _user_strategy(name, threshold)
-    raise ValueError(f"unknown configuration {name!r}: use {', '.join(OURS + BUILTIN_CONFIGS)} or module:Class")
+    if spec.name in CONFIGS:
+        return CONFIGS[spec.name].build(Build(spec=spec, window=window, threshold=threshold, notes=notes, compactor=compactor))
+    if ":" in spec.name:
+        return _user_strategy(spec.name, threshold)
+    raise ValueError(f"unknown configuration {spec.name!r}: use {', '.join(ALL_CONFIGS)} or module:Class")
 
 
-def _candidate(spec: PolicySpec):
+def candidate_of(spec: PolicySpec):
+    """The candidate prompt `full` compacts with."""
     for c in load_candidates([Path(spec.prompts_dir)]):
         if c.name == spec.prompt:
             return c

@@ -1,0 +1,84 @@
+"""What several commands share: default inputs, the run directory, located errors, `-M` args."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from compaction_eval.contracts.problems import ContractError, Problem
+from compaction_eval.contracts.settings import (
+    DEFAULT_BUDGET,
+    DEFAULT_KEEP_LAST,
+    DEFAULT_MODEL,
+    DEFAULT_SHAPE,
+)
+
+DEFAULT_TRACES = ["fixtures/traces"]
+DEFAULT_LABELS = ["labels"]
+DEFAULT_PROMPTS = ["prompts"]
+STATE_DIR = Path(".compaction-eval")
+DISPLAYS = ["none", "plain", "rich", "full", "conversation"]
+
+
+def keep_inspect_local() -> None:
+    """Keep inspect's and matplotlib's state under the working directory, not HOME.
+
+    inspect writes ./logs, ~/.cache/inspect_ai and ~/.local/share/inspect_ai by default,
+    matplotlib ~/.config/matplotlib; a user's own settings win.
+    """
+    base = STATE_DIR.resolve()
+    os.environ.setdefault("INSPECT_CACHE_DIR", str(base / "inspect-cache"))
+    os.environ.setdefault("XDG_DATA_HOME", str(base / "data"))
+    os.environ.setdefault("XDG_CACHE_HOME", str(base / "cache"))
+    os.environ.setdefault("INSPECT_LOG_DIR", str(base / "logs"))
+    os.environ.setdefault("MPLCONFIGDIR", str(base / "matplotlib"))
+
+
+def error(message: str, code: int = 2) -> int:
+    """Print one error line and return the exit code."""
+    print(f"compaction-eval: error: {message}", file=sys.stderr)
+    return code
+
+
+def model_args(pairs: list[str] | None) -> dict:
+    """`-M key=value` pairs as a dict (values as YAML scalars: 1 is an int, true a bool)."""
+    import yaml
+
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ContractError([Problem("-M", "", f"expected KEY=VALUE, got {pair!r}")])
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def run_dir(args: argparse.Namespace) -> Path:
+    """`--out/--run`, the run name defaulting to a timestamp."""
+    name = args.run or datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path(args.out) / name
+
+
+def add_recall_args(p: argparse.ArgumentParser) -> None:
+    """Options of the fact-recall suite (shared by `recall` and `run`)."""
+    p.add_argument("--traces", nargs="+", help="trace files or directories (default: fixtures/traces)")
+    p.add_argument("--labels", nargs="+", help="labels files or directories (default: labels)")
+    p.add_argument("--prompts", nargs="+", help="prompt templates or directories (default: prompts)")
+    p.add_argument("--model", default=DEFAULT_MODEL, help="compaction model (default: the offline extractive summariser)")
+    p.add_argument("--judge-model", help="LLM judge for meaning categories (optional)")
+    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"summary budget in tokens (default: {DEFAULT_BUDGET})")
+    p.add_argument("--keep-last", type=int, default=DEFAULT_KEEP_LAST, help=f"messages kept verbatim at the end (default: {DEFAULT_KEEP_LAST})")
+    p.add_argument("--shape", choices=["inline", "messages"], default=DEFAULT_SHAPE, help="span in the prompt, or as messages with the instruction last")
+    p.add_argument("--focus", help="focus instruction passed to every prompt")
+    p.add_argument("--epochs", type=int, default=1, help="repeats per sample (real models)")
+    p.add_argument("--out", default="results", help="parent directory of run directories (default: results)")
+    p.add_argument("--run", help="run name (default: a timestamp)")
+    p.add_argument("--display", default="plain", choices=DISPLAYS, help="inspect progress display")
+    p.add_argument("--redact", action="store_true", help="replace secret-looking strings in traces before anything is sent to a model")
+    p.add_argument("--batch", action="store_true", help="use the provider's batch mode (real models)")
+    p.add_argument("-M", "--model-arg", action="append", metavar="KEY=VALUE", help="model argument (part of the generate-cache scope)")
+    p.add_argument("--max-retries", type=int, default=4, help="retries per model call (default: 4; inspect's default is unbounded)")
+    p.add_argument("--timeout", type=int, default=120, help="seconds per model request (default: 120)")

@@ -1,0 +1,93 @@
+"""`lint`, `import`, `labels draft` and `corpus`: checking, converting and describing corpora."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from compaction_eval.cli.common import DEFAULT_LABELS, DEFAULT_TRACES, error
+from compaction_eval.contracts.problems import ContractError
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    from compaction_eval.corpus.lint import draft_warnings, lint
+
+    paths = [Path(p) for p in (args.paths or [*DEFAULT_TRACES, *DEFAULT_LABELS])]
+    traces, labels, problems, skipped = lint(paths, [Path(d) for d in args.traces])
+    for p in problems:
+        print(p)
+    for path in skipped:
+        print(f"note: skipped {path}: JSON that is not a trace", file=sys.stderr)
+    for warning in draft_warnings(paths):
+        print(warning, file=sys.stderr)
+    status = f"{len(problems)} problem(s)" if problems else "ok"
+    print(f"lint: {traces} trace file(s), {labels} labels file(s): {status}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from compaction_eval.corpus.importing import import_files
+
+    written = import_files([Path(s) for s in args.src], args.from_format, Path(args.out))
+    for path in written:
+        print(path)
+    print(f"import: {len(written)} trace(s) written to {args.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_labels_draft(args: argparse.Namespace) -> int:
+    from compaction_eval.corpus.drafting import draft_yaml
+    from compaction_eval.corpus.load import read_trace
+
+    trace, problems = read_trace(Path(args.trace))
+    if trace is None:
+        raise ContractError(problems)
+    if not 1 <= args.point <= len(trace.messages):
+        return error(f"{args.trace}: point {args.point} is outside the trace (1..{len(trace.messages)})")
+    text = draft_yaml(trace, args.point)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"draft labels: {args.out} (edit them, then set labelled_by: human)", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_corpus(args: argparse.Namespace) -> int:
+    from compaction_eval.corpus.load import load_corpus
+    from compaction_eval.corpus.stats import corpus_table, format_corpus_table
+
+    corpus = load_corpus(args.traces or DEFAULT_TRACES, args.labels or DEFAULT_LABELS)
+    table = corpus_table(corpus)
+    print(json.dumps(table, indent=1) if args.format == "json" else format_corpus_table(table))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("lint", help="check traces and labels; every problem with file and place")
+    p.add_argument("paths", nargs="*", help="files or directories (default: fixtures/traces labels)")
+    p.add_argument("--traces", nargs="*", default=DEFAULT_TRACES, help="where the traces of linted labels live")
+    p.set_defaults(func=cmd_lint)
+
+    p = sub.add_parser("import", help="convert traces from other formats into trace@1 files")
+    p.add_argument("src", nargs="+")
+    p.add_argument("--from", dest="from_format", help="source format (default: detected)")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("labels", help="work on labels files (draft)")
+    labels_sub = p.add_subparsers(dest="labels_command", required=True)
+    q = labels_sub.add_parser("draft", help="propose candidate facts at a point, as a labels file to edit")
+    q.add_argument("trace", help="a trace file (trace@1 or any importable format)")
+    q.add_argument("--point", type=int, required=True, help="the compaction point: messages[0:POINT] is the history")
+    q.add_argument("--out", help="write the draft here (default: standard output)")
+    q.set_defaults(func=cmd_labels_draft)
+
+    p = sub.add_parser("corpus", help="corpus statistics: traces, tokens, points, facts by category, synthetic vs real")
+    p.add_argument("--traces", nargs="+", help="trace files or directories (default: fixtures/traces)")
+    p.add_argument("--labels", nargs="+", help="labels files or directories (default: labels)")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=cmd_corpus)

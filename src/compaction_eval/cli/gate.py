@@ -1,0 +1,77 @@
+"""`gate` (a candidate run against a committed baseline) and `baseline save|list`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from compaction_eval.contracts.problems import ContractError
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from compaction_eval.contracts.runfiles import read_results
+    from compaction_eval.gate.baselines import resolve_baseline
+    from compaction_eval.gate.rules import (
+        fact_texts,
+        format_junit,
+        format_markdown,
+        format_text,
+        gate_files,
+        unusable_junit,
+        unusable_markdown,
+        write_outputs,
+    )
+
+    md = Path(args.markdown) if args.markdown else None
+    junit = Path(args.junit) if args.junit else None
+    try:
+        result = gate_files(resolve_baseline(args.baseline), args.candidate, tolerance=args.tolerance,
+                            category_tolerance=args.category_tolerance, allow_setting_changes=args.allow_setting_changes)
+    except ContractError as exc:  # exit 2, with the reason in the files CI shows as well
+        write_outputs(unusable_markdown(exc), markdown=md, junit_xml=unusable_junit(exc), junit=junit)
+        raise
+    markdown = format_markdown(result, fact_text=fact_texts(read_results(result.candidate_path)))
+    print(format_text(result))
+    for path in write_outputs(markdown, markdown=md, junit_xml=format_junit(result), junit=junit):
+        print(f"wrote {path}", file=sys.stderr)
+    return result.exit_code
+
+
+def cmd_baseline_save(args: argparse.Namespace) -> int:
+    from compaction_eval.gate.baselines import save_baseline
+
+    path = save_baseline(Path(args.run_dir), args.name, args.root)
+    print(f"baseline {args.name}: {path} (commit it with the prompts it was measured on)")
+    return 0
+
+
+def cmd_baseline_list(args: argparse.Namespace) -> int:
+    from compaction_eval.gate.baselines import list_baselines
+
+    for path in list_baselines(args.root):
+        print(path)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("gate", help="regression gate: a candidate run against the committed baseline; exit 0 pass, 1 regression, 2 unusable input")
+    p.add_argument("--baseline", default="main", help="baseline name under results/baselines, a run directory or a results.json (default: main)")
+    p.add_argument("--candidate", required=True, help="the candidate run directory or results.json")
+    p.add_argument("--tolerance", type=float, default=0.02, help="recall drop (absolute) tolerated before the interval is looked at (default: 0.02)")
+    p.add_argument("--category-tolerance", type=float, default=0.05, help="the same per fact category (default: 0.05)")
+    p.add_argument("--markdown", metavar="FILE", help="write the markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)")
+    p.add_argument("--junit", metavar="FILE", help="write JUnit XML here (a test case per prompt x category)")
+    p.add_argument("--allow-setting-changes", action="store_true", help="compare runs made with a different model, budget, shape or focus")
+    p.set_defaults(func=cmd_gate)
+
+    p = sub.add_parser("baseline", help="committed baselines under results/baselines (save, list)")
+    baseline_sub = p.add_subparsers(dest="baseline_command", required=True)
+    q = baseline_sub.add_parser("save", help="bless a run: copy its results.json to results/baselines/NAME/")
+    q.add_argument("run_dir", metavar="RUN_DIR", help="a run directory written by `recall` or `run`")
+    q.add_argument("--name", default="main", help="baseline name (default: main)")
+    q.add_argument("--root", default="results/baselines", help=argparse.SUPPRESS)
+    q.set_defaults(func=cmd_baseline_save)
+    q = baseline_sub.add_parser("list", help="list the baselines")
+    q.add_argument("--root", default="results/baselines", help=argparse.SUPPRESS)
+    q.set_defaults(func=cmd_baseline_list)

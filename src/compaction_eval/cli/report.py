@@ -1,0 +1,30 @@
+"""`report`: a run's self-contained HTML report."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from compaction_eval.report import render_report
+
+    path = render_report(
+        Path(args.results_dir),
+        baseline=Path(args.baseline) if args.baseline else None,
+        out=Path(args.out) if args.out else None,
+        traces=args.traces,
+        labels=args.labels,
+    )
+    print(path)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="write a run's HTML report: one self-contained file, opens from file://")
+    p.add_argument("results_dir", metavar="RESULTS_DIR", help="a run directory (results.json, optionally horizon.json)")
+    p.add_argument("--baseline", metavar="RESULTS_DIR", help="compare with this run: gate verdict, deltas with intervals, facts lost and gained")
+    p.add_argument("--out", metavar="FILE", help="where to write (default: RESULTS_DIR/report.html)")
+    p.add_argument("--traces", nargs="+", help="where the run's traces are, for source excerpts (default: the run's config)")
+    p.add_argument("--labels", nargs="+", help="where the run's labels are, for fact text (default: the run's config)")
+    p.set_defaults(func=cmd_report)

@@ -1,0 +1,32 @@
+"""`validate-matchers`: agreement of the matchers with the human gold set."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def cmd_validate_matchers(args: argparse.Namespace) -> int:
+    from compaction_eval.validation.matchers import format_table, validate
+
+    result = validate(args.gold, model=args.model)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    if args.format == "json":
+        print(json.dumps(result, indent=1, ensure_ascii=False))
+    else:
+        print(format_table(result))
+        print(f"\nresult: {out}")
+    controls = result.get("controls")
+    return 1 if controls and controls["passed"] < controls["n"] else 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("validate-matchers", help="agreement of the matchers with the human-judged gold set (labels/gold): accuracy, F1, kappa per category")
+    p.add_argument("--gold", default="labels/gold", help="gold set directory (default: labels/gold)")
+    p.add_argument("--model", help="also run the LLM judge with this inspect model (e.g. anthropic/claude-...); offline without it")
+    p.add_argument("--out", default="results/validation/matchers.json", help="where to write the JSON result (default: results/validation/matchers.json)")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=cmd_validate_matchers)
