@@ -18,10 +18,10 @@ from inspect_ai.tool import ToolCall
 from compaction_eval.compaction.compact import ANCHOR_LABEL, SUMMARY_LABEL
 from compaction_eval.contracts.chat_tokens import messages_tokens
 from compaction_eval.contracts.prompts import load_candidates
-from compaction_eval.horizon.policies.resolve import PolicySpec, make_policy
 from compaction_eval.horizon.policies.eviction import TieredEviction, is_tombstone
 from compaction_eval.horizon.policies.full import FullCompaction
 from compaction_eval.horizon.policies.notes import NotesBook
+from compaction_eval.horizon.policies.resolve import PolicySpec, make_policy
 from compaction_eval.horizon.policies.truncation import BaselineTruncation
 
 REQUEST = "Find the failing test. Answer format (one line, exactly): RESULT test=<test>"

@@ -242,8 +242,14 @@ def load_labels(path: Path | str) -> Labels:
         raise ContractError([Problem(str(path), "", "file not found")]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ContractError([Problem(str(path), "", f"cannot read: {exc}")]) from None
-    data, lines = parse_yaml_with_lines(text, str(path))
-    problems = _check(data, str(path), lines)
+    return labels_from_text(text, path)
+
+
+def labels_from_text(text: str, path: Path | None = None) -> Labels:
+    """Labels from YAML text (`path` names it in errors; "<string>" when None)."""
+    where = str(path) if path is not None else "<string>"
+    data, lines = parse_yaml_with_lines(text, where)
+    problems = _check(data, where, lines)
     if problems:
         raise ContractError(problems)
     return _labels_from(data, path, lines)

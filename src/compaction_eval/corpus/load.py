@@ -55,12 +55,13 @@ class NotATrace(Exception):
     """A JSON file that is neither a trace nor in a format an importer knows."""
 
 
-def read_trace(path: Path, *, strict: bool = True) -> tuple[Trace | None, list[Problem]]:
+def read_trace(path: Path | str, *, strict: bool = True) -> tuple[Trace | None, list[Problem]]:
     """A trace file in our format, or in any format an importer knows (converted in memory).
 
     With `strict=False` (files found by scanning a directory), a JSON file that does not
     look like a trace at all raises NotATrace so the caller can report it as skipped.
     """
+    path = Path(path)
     try:
         data = read_json_file(path)
     except ContractError as exc:

@@ -17,7 +17,20 @@ DEFAULT_SEED = 20261129
 def bootstrap_mean_ci(
     values: Sequence[float], *, level: float = 0.95, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean. A single value gives a zero-width interval."""
+    """Percentile bootstrap interval of the mean. A single value gives a zero-width interval.
+
+    Args:
+        values: one value per sample (the unit of resampling).
+        level: the interval's coverage.
+        resamples: bootstrap resamples.
+        seed: the resampling seed (fixed, so a rerun gives the same interval).
+
+    >>> bootstrap_mean_ci([1.0, 1.0, 1.0])
+    (1.0, 1.0)
+    >>> lo, hi = bootstrap_mean_ci([0.0, 0.5, 1.0, 1.0])
+    >>> 0.0 <= lo < 0.625 < hi <= 1.0
+    True
+    """
     x = np.asarray(values, dtype=float)
     if x.size == 0:
         return (float("nan"), float("nan"))
@@ -31,4 +44,9 @@ def bootstrap_mean_ci(
 
 
 def mean(values: Sequence[float]) -> float:
+    """The mean, NaN for no values.
+
+    >>> mean([0.5, 1.0]), str(mean([]))
+    (0.75, 'nan')
+    """
     return float(np.mean(values)) if len(values) else float("nan")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 
@@ -68,10 +69,19 @@ def _eviction(b: Build) -> Any:
 
 def _full(b: Build) -> Any:
     from compaction_eval.horizon.policies.full import FullCompaction
-    from compaction_eval.horizon.policies.resolve import candidate_of
 
-    return FullCompaction(window=b.window, candidate=candidate_of(b.spec), notes=b.notes, budget=b.spec.budget,
+    return FullCompaction(window=b.window, candidate=_candidate(b.spec), notes=b.notes, budget=b.spec.budget,
                           output_reserve=b.spec.output_reserve, compactor=b.compactor)
+
+
+def _candidate(spec: Any) -> Any:
+    """The candidate prompt `full` compacts with."""
+    from compaction_eval.contracts.prompts import load_candidates
+
+    for c in load_candidates([Path(spec.prompts_dir)]):
+        if c.name == spec.prompt:
+            return c
+    raise ValueError(f"no candidate prompt named {spec.prompt!r} in {spec.prompts_dir}")
 
 
 def _inspect_edit(b: Build) -> Any:

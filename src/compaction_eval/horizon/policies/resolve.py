@@ -5,11 +5,9 @@ from __future__ import annotations
 import importlib
 import inspect as pyinspect
 from dataclasses import dataclass
-from pathlib import Path
 
 from inspect_ai.model import CompactionStrategy, Model
 
-from compaction_eval.contracts.prompts import load_candidates
 from compaction_eval.contracts.settings import (
     DEFAULT_HORIZON_BUDGET,
     DEFAULT_HORIZON_PROMPT,
@@ -56,14 +54,6 @@ def make_policy(spec: PolicySpec, window: int, notes: NotesBook, compactor: Mode
     if ":" in spec.name:
         return _user_strategy(spec.name, threshold)
     raise ValueError(f"unknown configuration {spec.name!r}: use {', '.join(ALL_CONFIGS)} or module:Class")
-
-
-def candidate_of(spec: PolicySpec):
-    """The candidate prompt `full` compacts with."""
-    for c in load_candidates([Path(spec.prompts_dir)]):
-        if c.name == spec.prompt:
-            return c
-    raise ValueError(f"no candidate prompt named {spec.prompt!r} in {spec.prompts_dir}")
 
 
 def _user_strategy(ref: str, threshold: int) -> CompactionStrategy:

@@ -65,6 +65,11 @@ def canonical_number(raw: str) -> str | None:
     """`1,024` -> `1024`, `347.0` -> `347`, `0.50` -> `0.5`, `007` -> `7`; None if not a number.
 
     Distinct numbers stay distinct: `3.47` and `347` and `3470` all differ.
+
+    >>> canonical_number("1,024"), canonical_number("347.0"), canonical_number("0.50")
+    ('1024', '347', '0.5')
+    >>> canonical_number("3470") == canonical_number("347"), canonical_number("about")
+    (False, None)
     """
     s = raw.replace(",", "").strip()
     if not s or not re.fullmatch(r"\d+(?:\.\d+)?", s):
