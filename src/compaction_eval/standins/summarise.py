@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from compaction_eval.compaction.transcript import parse_conversation
 from compaction_eval.contracts.tokens import count_tokens
@@ -75,14 +76,18 @@ def summarise(conversation: str, instruction: str, budget: int, options: Options
         budget: the most tokens the summary may have (by `compaction_eval.contracts.tokens.count_tokens`).
         options: tuning.
     """
-    directives = parse_directives(instruction)
-    units = extract_units(
+    return select(_units(conversation, options), parse_directives(instruction), budget)
+
+
+@lru_cache(maxsize=16)
+def _units(conversation: str, options: Options) -> tuple[Unit, ...]:
+    # Every candidate prompt compacts the same span: extract its units once.
+    return tuple(extract_units(
         parse_conversation(conversation),
         raw_lines_per_result=options.raw_lines_per_result,
         recent_turns=options.recent_turns,
         max_unit_tokens=options.max_unit_tokens,
-    )
-    return select(units, directives, budget)
+    ))
 
 
 def select(units: Sequence[Unit], directives: Directives, budget: int) -> Summary:
