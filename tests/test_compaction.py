@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import MINI_SWE, ROOT
 from inspect_ai.model import (
     ChatMessageTool,
     ChatMessageUser,
@@ -13,7 +12,6 @@ from inspect_ai.model import (
     ModelUsage,
     get_model,
 )
-from test_lint import TRACE
 
 from compaction_eval.compaction.compact import (
     ANCHOR_LABEL,
@@ -26,6 +24,8 @@ from compaction_eval.contracts.prompts import load_candidates
 from compaction_eval.contracts.tokens import count_tokens
 from compaction_eval.contracts.traces import trace_from_json
 from compaction_eval.corpus.importers import convert
+from conftest import MINI_SWE, ROOT
+from test_lint import TRACE
 
 
 @pytest.fixture(scope="module")

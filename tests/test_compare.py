@@ -13,7 +13,6 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import MINI_SWE, ROOT
 
 from compaction_eval.contracts.labels import load_labels
 from compaction_eval.contracts.problems import ContractError
@@ -28,6 +27,7 @@ from compaction_eval.gate.compare import (
     paired_delta,
 )
 from compaction_eval.recall.scoring import score_summary
+from conftest import MINI_SWE, ROOT
 
 # ----------------------------------------------------------------------------- builders
 

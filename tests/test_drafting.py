@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import MINI_SWE, ROOT
 
 from compaction_eval.cli.main import main
 from compaction_eval.contracts.labels import CATEGORIES, lint_against_trace, load_labels
 from compaction_eval.corpus.drafting import draft_labels
 from compaction_eval.corpus.load import load_corpus, read_trace
 from compaction_eval.corpus.stats import corpus_table
+from conftest import MINI_SWE, ROOT
 
 REAL = ["django__django-11265.traj.json", "sympy__sympy-19040.traj.json", "pytest-dev__pytest-7490.traj.json"]
 

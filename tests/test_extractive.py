@@ -16,7 +16,6 @@ import sys
 import time
 
 import pytest
-from conftest import MINI_SWE, ROOT
 from inspect_ai.model import (
     ChatMessage,
     ChatMessageAssistant,
@@ -34,6 +33,7 @@ from compaction_eval.contracts.prompts import Candidate, load_candidates
 from compaction_eval.contracts.tokens import count_tokens
 from compaction_eval.standins.directives import parse_directives
 from compaction_eval.standins.sentences import cut_text, extract_units
+from conftest import MINI_SWE, ROOT
 
 TRACE = MINI_SWE / "django__django-11087.traj.json"
 SPAN = slice(1, 76)  # the issue text through the second failing test run: ~46k tokens

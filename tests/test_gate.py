@@ -13,8 +13,6 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
-from test_compare import corpus_run, fact, run
 
 from compaction_eval.cli.main import main
 from compaction_eval.contracts.runfiles import read_results, write_json_atomic
@@ -38,6 +36,8 @@ from compaction_eval.recall.stability import (
     unstable_facts,
     without_facts,
 )
+from conftest import ROOT
+from test_compare import corpus_run, fact, run
 
 
 def _save(tmp_path: Path, name: str, doc: dict) -> Path:

@@ -7,11 +7,11 @@ import os
 import subprocess
 import sys
 
-from conftest import ROOT
 from inspect_ai.log import list_eval_logs, read_eval_log
 
 from compaction_eval.horizon.runner import HorizonConfig, run_horizon
 from compaction_eval.report.horizon_table import format_horizon
+from conftest import ROOT
 
 WORLDS = ["build-01", "query-01"]
 

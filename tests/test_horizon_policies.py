@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import ROOT
 from inspect_ai.model import (
     ChatMessageAssistant,
     ChatMessageSystem,
@@ -23,6 +22,7 @@ from compaction_eval.horizon.policies.full import FullCompaction
 from compaction_eval.horizon.policies.notes import NotesBook
 from compaction_eval.horizon.policies.resolve import PolicySpec, make_policy
 from compaction_eval.horizon.policies.truncation import BaselineTruncation
+from conftest import ROOT
 
 REQUEST = "Find the failing test. Answer format (one line, exactly): RESULT test=<test>"
 FILLER = "\n".join(f"line {i} of a long tool output with words cache loader session" for i in range(60))

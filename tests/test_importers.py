@@ -7,7 +7,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import MINI_SWE, ROOT, SHARED_DATA
 
 from compaction_eval.contracts.labels import CATEGORIES, lint_against_trace, load_labels
 from compaction_eval.contracts.problems import ContractError
@@ -25,6 +24,7 @@ from compaction_eval.corpus.importers import (
     detect_format,
 )
 from compaction_eval.corpus.importing import import_files
+from conftest import MINI_SWE, ROOT, SHARED_DATA
 
 OPENHANDS = SHARED_DATA / "openhands" / "swe-gym-openhands" / "sample_raw.json"
 MINI_FILES = sorted(MINI_SWE.glob("*.traj.json"))

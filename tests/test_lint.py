@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import MINI_SWE
 
 from compaction_eval.cli.main import main
 from compaction_eval.contracts.problems import ContractError
 from compaction_eval.corpus.importers import convert
 from compaction_eval.corpus.load import load_corpus
+from conftest import MINI_SWE
 
 TRACE = {
     "schema": "compaction-eval/trace@1",

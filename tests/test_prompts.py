@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT
 
 from compaction_eval.contracts.problems import ContractError
 from compaction_eval.contracts.prompts import load_candidate, load_candidates
+from conftest import ROOT
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 
 from compaction_eval.loopback import Fault, LoopbackServer
+from conftest import ROOT
 
 DUMMY_KEY = "sk-ant-DUMMY-KEY-0123456789"
 SAMPLES = 2 * 2  # one trace with 2 points x 2 prompts

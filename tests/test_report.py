@@ -27,7 +27,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import MINI_SWE, ROOT
 from PIL import Image, ImageStat
 
 from compaction_eval.contracts.runfiles import read_results, write_json_atomic
@@ -41,6 +40,7 @@ from compaction_eval.report.drilldown import (
     source_excerpt,
 )
 from compaction_eval.report.render import build_context, render_html
+from conftest import MINI_SWE, ROOT
 
 # ----------------------------------------------------------------------------- headless Chromium
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ROOT
 
 from compaction_eval.cli.main import main
+from conftest import ROOT
 
 TRACE = ROOT / "fixtures" / "traces" / "synth-ci-broken-001.json.gz"
 LABELS = ROOT / "labels" / "synth-ci-broken-001.yaml"

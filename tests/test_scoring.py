@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import MINI_SWE
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
 from compaction_eval.contracts.labels import lint_against_trace, load_labels
@@ -21,6 +20,7 @@ from compaction_eval.contracts.traces import Trace, trace_from_json, validate_tr
 from compaction_eval.recall.matching.judge import JudgeVerdict, judge_facts
 from compaction_eval.recall.matching.literal import source_index
 from compaction_eval.recall.scoring import SummaryScore, score_summary
+from conftest import MINI_SWE
 
 DATA = Path(__file__).parent / "data" / "scoring"
 AT = 84

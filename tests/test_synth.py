@@ -8,7 +8,6 @@ import re
 import time
 
 import pytest
-from conftest import ROOT
 
 from compaction_eval.contracts.labels import CATEGORIES, lint_against_trace, load_labels
 from compaction_eval.contracts.traces import (
@@ -20,6 +19,7 @@ from compaction_eval.contracts.traces import (
 from compaction_eval.synth import LARGE_SPECS, SPECS, generate, write
 from compaction_eval.synth.__main__ import main as synth_main
 from compaction_eval.synth.build import SynthError, TraceBuilder
+from conftest import ROOT
 
 TRACES = ROOT / "fixtures" / "traces"
 LABELS = ROOT / "labels"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ROOT
 
 from compaction_eval.cli.main import main
 from compaction_eval.contracts.prompts import Candidate, load_candidate
@@ -19,6 +18,7 @@ from compaction_eval.tune.ablation import (
     tune,
     write_variant,
 )
+from conftest import ROOT
 
 RECALL_MAX = ROOT / "prompts" / "recall_max.j2"
 

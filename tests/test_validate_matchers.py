@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 
 from compaction_eval.cli.main import main
 from compaction_eval.contracts.labels import Fact
@@ -30,6 +29,7 @@ from compaction_eval.validation.matchers import (
     run_controls,
     validate,
 )
+from conftest import ROOT
 
 GOLD = ROOT / "labels" / "gold"
 CI_LABELS = ROOT / "labels" / "synth-ci-broken-001.yaml"

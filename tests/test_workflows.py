@@ -12,9 +12,9 @@ import shlex
 
 import pytest
 import yaml
-from conftest import ROOT
 
 from compaction_eval.cli.main import build_parser
+from conftest import ROOT
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 

@@ -6,6 +6,7 @@ independent, so resampling facts would give intervals that are too narrow.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -31,7 +32,8 @@ def bootstrap_mean_ci(
     >>> 0.0 <= lo < 0.625 < hi <= 1.0
     True
     """
-    x = np.asarray(values, dtype=float)
+    # Sorted, so the interval does not depend on the order the samples arrived in.
+    x = np.sort(np.asarray(values, dtype=float))
     if x.size == 0:
         return (float("nan"), float("nan"))
     if x.size == 1 or np.all(x == x[0]):
@@ -49,4 +51,5 @@ def mean(values: Sequence[float]) -> float:
     >>> mean([0.5, 1.0]), str(mean([]))
     (0.75, 'nan')
     """
-    return float(np.mean(values)) if len(values) else float("nan")
+    # fsum is exact, so the mean does not depend on the order of the values either
+    return math.fsum(values) / len(values) if len(values) else float("nan")
