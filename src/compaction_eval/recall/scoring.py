@@ -12,6 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from compaction_eval.contracts.labels import EXACT_CATEGORIES, AvoidItem, Fact, Labels
 from compaction_eval.contracts.traces import Trace
+from compaction_eval.recall.matching.calibrated import (
+    calibrated_kept,
+    default_calibration,
+    features,
+    is_uncertain,
+)
 from compaction_eval.recall.matching.literal import (
     Distortion,
     SummaryText,
@@ -55,6 +61,11 @@ class FactVerdict:
         note: why a fact was not kept, or the judge's reason.
         semantic_kept: when the judge decided, what the offline semantic matcher said
             (for matcher agreement).
+        probability: the calibrated probability that a careful reader would judge the fact
+            kept (`recall.matching.calibrated`); for exact categories the tune part's rate
+            given the literal verdict.
+        uncertain: the probability is near 0.5 (`calibrated.UNCERTAIN_MARGIN`): a verdict
+            worth a human look (`compaction-eval review`).
     """
 
     id: str
@@ -68,6 +79,8 @@ class FactVerdict:
     distortion: str | None = None
     note: str | None = None
     semantic_kept: bool | None = None
+    probability: float | None = None
+    uncertain: bool | None = None
 
 
 @dataclass
@@ -126,6 +139,11 @@ def _fact_json(v: FactVerdict) -> dict[str, Any]:
     out = asdict(v)
     if out["similarity"] is not None:
         out["similarity"] = round(out["similarity"], 4)
+    for optional in ("probability", "uncertain"):  # optional fields (DESIGN.md 5): absent, not null
+        if out[optional] is None:
+            del out[optional]
+    if out.get("probability") is not None:
+        out["probability"] = round(out["probability"], 4)
     return out
 
 
@@ -193,12 +211,18 @@ def _fact_verdict(
 ) -> tuple[FactVerdict, list[str]]:
     """The verdict on one fact and its missing keys (for near-miss detection)."""
     base = dict(id=fact.id, category=fact.category, weight=fact.weight, critical=fact.critical)
+    cal = default_calibration()
     if fact.category in EXACT_CATEGORIES:
+        # exact categories stay exact: the literal rule decides, calibration adds the probability
         lit = literal_match(fact, text)
         note = None if lit.kept else "missing: " + ", ".join(lit.missing)
-        return FactVerdict(kept=lit.kept, matcher="literal", evidence=lit.evidence, note=note, **base), list(lit.missing)
+        p = cal.exact_probability(lit.kept)
+        return FactVerdict(kept=lit.kept, matcher="literal", evidence=lit.evidence, note=note,
+                           probability=p, uncertain=is_uncertain(p), **base), list(lit.missing)
     sem = semantic_match(fact, row, index)
-    missing = [] if sem.kept else missing_keys(text, fact.key_sets, inflect=True)
+    p = cal.probability(features(fact, row, index, sem))
+    kept = calibrated_kept(p, sem.kept)
+    missing = [] if kept else missing_keys(text, fact.key_sets, inflect=True)
     if judged is not None and fact.id in judged:
         jv = judged[fact.id]
         kept, note = jv.kept, jv.reason
@@ -207,11 +231,16 @@ def _fact_verdict(
             kept, note = False, f"keys missing (judge said kept: {jv.reason})"
         verdict = FactVerdict(
             kept=kept, matcher="judge", evidence=jv.quote or None, similarity=sem.similarity, note=note,
-            semantic_kept=sem.kept, **base,
+            semantic_kept=calibrated_kept(p, sem.kept), probability=p, uncertain=is_uncertain(p), **base,
         )
         return verdict, missing
+    if kept == sem.kept:
+        note = sem.note
+    else:
+        note = f"calibrated p={p:.2f} overrides the rule ({sem.note or 'rule kept'})"
     return FactVerdict(
-        kept=sem.kept, matcher="semantic", evidence=sem.evidence, similarity=sem.similarity, note=sem.note, **base
+        kept=kept, matcher="semantic", evidence=sem.evidence, similarity=sem.similarity, note=note,
+        probability=p, uncertain=is_uncertain(p), **base
     ), missing
 
 

@@ -54,10 +54,17 @@ from compaction_eval.recall.scoring import relevant_unit_flags, score_summary
 SCHEMA = "compaction-eval/gold@1"
 CONTROLS_SCHEMA = "compaction-eval/gold-controls@1"
 RESULT_SCHEMA = "compaction-eval/matcher-validation@1"
-STYLES = ("thorough", "terse", "drifted", "extractive")
-SPLITS = ("tune", "heldout", "fresh")
-"""tune: used to choose thresholds and to develop the matchers; heldout: traces never used to
-choose thresholds; fresh: summaries written after the matchers were frozen."""
+STYLES = ("thorough", "terse", "drifted", "extractive", "prose")
+SPLITS = ("tune", "heldout", "fresh", "test")
+"""tune: used to choose thresholds and to develop the matchers; heldout, fresh: the old
+held-out parts (used in past tuning rounds, so part of the tune part now); test: summaries
+written after the matcher was frozen, by someone who has not read the matcher code."""
+PARTS = ("tune", "test")
+
+
+def part_of(split: str) -> str:
+    """The measurement part of a split: only `test` is out of sample."""
+    return "test" if split == "test" else "tune"
 THRESHOLD_GRID = tuple(round(x, 2) for x in np.arange(0.10, 0.46, 0.02))
 _FACT_VERDICTS = {"kept": True, "lost": False}
 _AVOID_VERDICTS = {"present": True, "absent": False}

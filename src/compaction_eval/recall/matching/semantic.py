@@ -129,7 +129,7 @@ _OUTCOME_VERBS = frozenset({"cause", "caused", "causes", "raise", "raised", "rai
 _WORK_AUX = frozenset({"did", "does", "do", "to", "will", "would", "could", "might"})
 
 _REASON_MARKER = re.compile(
-    r"\b(?:because|since|due to|so that|in order to|given that|otherwise|as a result|caused by|as it|as they|which means)\b"
+    r"\b(?:reason(?=:)|because|since|due to|so that|in order to|given that|otherwise|as a result|caused by|as it|as they|which means)\b"
 )
 
 
@@ -198,7 +198,23 @@ def polarity_map(text: str) -> dict[str, set[bool]]:
     return out
 
 
-def negation_conflict(fact_text: str, candidate: str | Sequence[str]) -> bool:
+def _prose(text: str) -> str:
+    """Code spans (`...`) are not prose: their words carry no polarity."""
+    return re.sub(r"`[^`\n]*`", " code_span ", text)
+
+
+def key_clauses(unit: str, keys: Sequence[str] | None) -> list[str]:
+    """The clauses of `unit` (split at ';' and at sentence ends) that mention one of `keys`;
+    all of them when none does or no keys are given: polarity, hedges and outcomes are read
+    where the fact's subject is, not in a neighbouring rule of the same line."""
+    clauses = [c for c in re.split(r";\s+|(?<=[.!?])\s+(?=[A-Z])", unit) if c.strip()]
+    if not keys or len(clauses) < 2:
+        return [unit]
+    hit = [c for c in clauses if any(has_key(normalize(c), k, True) for k in keys)]
+    return hit or [unit]
+
+
+def negation_conflict(fact_text: str, candidate: str | Sequence[str], keys: Sequence[str] | None = None) -> bool:
     """True when the candidate negates what the fact asserts, or asserts what it negates.
 
     Compares what the two say, not why: the parts before their reason markers (`split_reason`),
@@ -208,11 +224,13 @@ def negation_conflict(fact_text: str, candidate: str | Sequence[str]) -> bool:
     modify tests" and "only touch non-test files"). `candidate` may be several units (a
     window): each is split at its own reason marker.
     """
-    fact_what = split_reason(_code_none(fact_text))[0]
+    fact_what = split_reason(_code_none(_prose(fact_text)))[0]
+    units = [candidate] if isinstance(candidate, str) else list(candidate)
+    candidate = [c for u in units for c in key_clauses(_prose(u), keys)]
     f = polarity_map(fact_what)
     c: dict[str, set[bool]] = {}
     cand_whats = []
-    for unit in [candidate] if isinstance(candidate, str) else candidate:
+    for unit in candidate:
         what = split_reason(_code_none(unit))[0]
         cand_whats.append(what)
         for st, polarities in polarity_map(what).items():
@@ -332,10 +350,17 @@ def changed_number(fact_text: str, units_norm: Sequence[str]) -> bool:
     return bool(got - want) and bool(want - got) and not (want & got)
 
 
+_NEG_PHRASE = re.compile(r"\b(?:(?:made|makes|make) (?:little|no) difference|no effect|to no avail|unreliable|flaky)\b")
+_POS_PHRASE = re.compile(r"\b(?:reliable|reliably|confirming|confirms|holds up)\b")
+
+
 def _attempt_outcome(text: str, category: str) -> tuple[int, int]:
     """`outcome`, and for an attempt each "did not / could not / didn't <verb>" as one more
     negative ("did not reproduce the crash", "didn't help": the attempt failed)."""
     pos, neg = outcome(text)
+    norm = normalize(text)
+    neg += len(_NEG_PHRASE.findall(norm))
+    pos += len(_POS_PHRASE.findall(norm))
     if category != "attempt":
         return pos, neg
     toks = _tokens(text)
@@ -357,10 +382,13 @@ def _outcome_sign(counts: tuple[int, int]) -> int:
 def split_reason(text: str) -> tuple[str, str]:
     """(what, why): the fact text split at its first reason marker (`because`, `since`, ...)."""
     norm = normalize(text)
+    lead = re.match(r"(?:because|since|as)\s+([^,;]+),\s*(.+)", norm)
+    if lead:  # "Because X, Y": Y is what, X is why
+        return lead.group(2).strip(" ,;"), lead.group(1).strip()
     m = _REASON_MARKER.search(norm)
     if not m:
         return norm, ""
-    return norm[: m.start()].strip(" ,;"), norm[m.end() :].strip()
+    return norm[: m.start()].strip(" ,;"), norm[m.end() :].strip(" :")
 
 
 _WEAK_STEMS = {stem(w) for w in ("the", "use", "used", "make", "made", "call", "called", "need", "needed", "code")}
@@ -629,7 +657,7 @@ def semantic_match(fact: Fact, row: int, index: SemanticIndex, *, threshold: flo
             failure = "keys not in the matching unit"
         elif fact.category in ALL_KEYS_CATEGORIES and not any(all(has_key(cand, k, True) for k in ks) for ks in complete):
             failure = "the step's keys are not all in the matching unit"
-        elif negation_conflict(fact.text, [summary.units[i] for i in index.spans[c]]):
+        elif negation_conflict(fact.text, [summary.units[i] for i in index.spans[c]], sorted(keys)):
             failure = "negated"
         elif changed_number(fact.text, [summary.units_norm[i] for i in index.spans[c]]):
             failure = "changed number"
