@@ -19,9 +19,9 @@ the trace is the earlier thread followed by what the resumed session added
 left out and counted in `other_branch_events_skipped` (abandoned branches: a message edited
 and resent; and the resumed copies).
 Claude Code logs one event per content block of a streamed reply; consecutive assistant events
-are merged back into one message (by message.id; different ids merged are counted), and
-consecutive user events (results of parallel calls, text) into one, so every tool_use is
-answered in the next message as the trace contract requires. `metadata.line_map[t]` lists
+of one message.id are merged back into one message, and consecutive user events (results of
+parallel calls, text) into one, so every tool_use is answered in the next message as the
+trace contract requires. `metadata.line_map[t]` lists
 the source lines of trace message t.
 
 What real transcripts contain, and what the importer does with it:
@@ -394,9 +394,10 @@ def convert_transcript(tr: Transcript, path: Path) -> list[dict[str, Any]]:
             continue
         if role == "assistant" and isinstance(msg.get("model"), str):
             models[msg["model"]] += 1
-        if messages and messages[-1]["role"] == role:
-            if role == "assistant" and msg.get("id") != last_id:
-                counts["assistant_messages_merged"] += 1
+        # One streamed reply is one message; two replies in a row stay two (the user turn
+        # between them was on a skipped line, or the first was an API error notice).
+        same = role == "user" or msg.get("id") is None or last_id is None or msg.get("id") == last_id
+        if messages and messages[-1]["role"] == role and same:
             messages[-1]["content"].extend(blocks)
             line_map[-1].append(n)
         else:
