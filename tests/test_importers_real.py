@@ -187,7 +187,6 @@ def test_inline_tool_calls_parsed_where_certain(converted):
             assert inline["parsed"] + len(inline["kept_as_text"]) == calls
             assert [k["index"] for k in inline["kept_as_text"]] in ([], [len(trace["messages"]) - 1])  # only the final call
             assert tool_pairs(trace) == (inline["parsed"], inline["parsed"])
-            assert trace["metadata"]["user_prompts"] if "user_prompts" in trace["metadata"] else True
     arrow = converted["swe-agent/swesmith-claude/sample_raw.json"][0]
     use = arrow["messages"][1]["content"][-1]
     assert use["name"] == "bash" and use["input"] == {"command": 'find /testbed -type f -name "*.py" | grep -v "__pycache__" | sort'}

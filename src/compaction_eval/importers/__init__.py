@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..problems import ContractError
 from ..traces import read_json_file
 from . import (
     aider_history,
@@ -27,7 +28,6 @@ from . import (
     openai_chat,
     openhands_output,
 )
-from ..problems import ContractError
 from .common import fail
 
 
@@ -126,7 +126,7 @@ def convert_all(path: Path | str, fmt: str | None = None) -> list[dict[str, Any]
         if name is None and not path.name.endswith((".json", ".json.gz")):
             fail(str(path), "", "not a trace file this tool reads: expected JSON (.json, .json.gz), JSONL (.jsonl), "
                                 "an inspect log (.eval) or an aider LLM log (TO LLM ...)")
-        raise exc
+        raise
 
     if name is None and inspect_log.is_log_json(data):
         return inspect_log.convert_file(path)

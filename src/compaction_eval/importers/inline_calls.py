@@ -37,7 +37,7 @@ from typing import Any
 
 _OPEN = re.compile(r"<function=([A-Za-z0-9_.\-]+)>")
 _CLOSE = "</function>"
-_PARAM = re.compile(r"<parameter=([A-Za-z0-9_.\-]+)>(.*?)</parameter>", re.S)
+_PARAM = re.compile(r"<parameter=([A-Za-z0-9_.\-]+)>(.*?)</parameter>", re.DOTALL)
 
 
 def has_inline_calls(messages: list[dict[str, Any]]) -> bool:
@@ -47,11 +47,7 @@ def has_inline_calls(messages: list[dict[str, Any]]) -> bool:
 
 
 def _strip_one_newline(value: str) -> str:
-    if value.startswith("\n"):
-        value = value[1:]
-    if value.endswith("\n"):
-        value = value[:-1]
-    return value
+    return value.removeprefix("\n").removesuffix("\n")
 
 
 def _parse_call(text: str) -> tuple[str, str, dict[str, str]] | str:

@@ -308,8 +308,8 @@ def _readme(rows: list[dict[str, Any]]) -> str:
                      f"{', '.join(r['task_kinds'])} | {r['license']} | {r['traces']} | {r['messages']} | "
                      f"{r['user_prompts']} |")
     total = sum(r["traces"] for r in rows)
-    lines += [f"| **total** | | | | | | **{total}** | {sum(r['messages'] for r in rows)} | "
-              f"{sum(r['user_prompts'] for r in rows)} |", "",
+    lines += [(f"| **total** | | | | | | **{total}** | {sum(r['messages'] for r in rows)} | "
+               f"{sum(r['user_prompts'] for r in rows)} |"), "",
               "License notes: the ADP samples (openhands/swe-gym-openhands, openhands/sweplay,",
               "swe-agent/swesmith-claude) are MIT per the Agent Data Protocol README, which adds that",
               "individual datasets may have their own licenses; those were not verified (see each",
