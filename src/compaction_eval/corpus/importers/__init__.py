@@ -1,8 +1,10 @@
 """Other agents' trace formats -> `compaction-eval/trace@1` dicts.
 
-`FORMATS` maps a format name (what `compaction-eval import --from` takes) to its importer.
-`detect_format` tells them apart by shape; `convert_all` turns a file into traces (an
-OpenAI-chat file may hold several samples); `convert` is the one-trace form.
+`FORMATS` maps a format name (what `compaction-eval import --from` takes) to its importer of
+parsed JSON; `FILE_FORMATS` the formats whose importer reads the file itself (JSONL, text
+logs, eval archives, and JSON documents detected by `convert_all` before `FORMATS`).
+`detect_format` tells the JSON formats apart by shape; `convert_all` turns a file into traces
+(an OpenAI-chat file may hold several samples); `convert` is the one-trace form.
 Every returned dict passes `traces.validate_trace`; every failure is a ContractError
 naming the file and the place in it.
 """
@@ -14,13 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from compaction_eval.contracts.problems import ContractError
 from compaction_eval.contracts.traces import read_json_file
 from compaction_eval.corpus.importers import (
+    aider_history,
     anthropic_messages,
     claude_code,
+    gemini_cli,
     inspect_log,
     mini_swe_agent,
     openai_chat,
+    openhands_output,
 )
 from compaction_eval.corpus.importers.common import fail
 
@@ -56,11 +62,15 @@ FORMATS: dict[str, Importer] = {
     )
 }
 ALIASES = {"mini-swe-agent-1": mini_swe_agent.NAME, "openai": openai_chat.NAME, "anthropic-messages": anthropic_messages.NAME,
-           "claude": claude_code.NAME, "inspect": inspect_log.NAME, "inspect-ai": inspect_log.NAME}
+           "claude": claude_code.NAME, "inspect": inspect_log.NAME, "inspect-ai": inspect_log.NAME,
+           "gemini": gemini_cli.NAME, "openhands": openhands_output.NAME, "aider": aider_history.NAME}
 # Formats that are not one JSON document: read from the file by their own importer.
 FILE_FORMATS: dict[str, tuple[Callable[[Path], list[dict[str, Any]]], str]] = {
     claude_code.NAME: (claude_code.convert_file, "Claude Code session transcript (~/.claude/projects/<project>/<session>.jsonl)"),
     inspect_log.NAME: (inspect_log.convert_file, "inspect-ai eval log (.eval, or .json); one trace per sample"),
+    gemini_cli.NAME: (gemini_cli.convert_file, "Gemini CLI chat session (~/.gemini/tmp/<project>/chats/session-*.json)"),
+    openhands_output.NAME: (openhands_output.convert_file, "OpenHands evaluation output.jsonl (event history); one trace per line"),
+    aider_history.NAME: (aider_history.convert_file, "aider LLM log (.aider.llm.history); one conversation rebuilt from every call"),
 }
 ALL_FORMATS = (*FORMATS, *FILE_FORMATS)
 
@@ -92,22 +102,36 @@ def convert_all(path: Path | str, fmt: str | None = None) -> list[dict[str, Any]
 
     Args:
         path: the source file (`.json` or `.json.gz`).
-        fmt: a name from ALL_FORMATS (or an alias); None detects it: `.jsonl` is a Claude
-            Code transcript, `.eval` (or JSON with `eval` and `version`) an inspect log, other
-            JSON by its shape.
+        fmt: a name from ALL_FORMATS (or an alias); None detects it: `.jsonl` is an OpenHands
+            evaluation output when its first record has an event `history`, else a Claude Code
+            transcript; `.eval` (or JSON with `eval` and `version`) an inspect log; a file
+            starting with `TO LLM <time>` (or named `*.llm.history`) an aider log; a JSON
+            object with `sessionId` and typed `messages` a Gemini CLI session; other JSON by
+            its shape.
     """
     path = Path(path)
     name = ALIASES.get(fmt, fmt) if fmt else None
     if name is None:
         if path.suffix == ".jsonl":
-            name = claude_code.NAME
+            name = openhands_output.NAME if openhands_output.sniff(path) else claude_code.NAME
         elif path.suffix == ".eval":
             name = inspect_log.NAME
+        elif not path.name.endswith((".json", ".json.gz")) and aider_history.looks_like_history(path):
+            name = aider_history.NAME
     if name in FILE_FORMATS:
         return FILE_FORMATS[name][0](path)
-    data = read_json_file(path)
+    try:
+        data = read_json_file(path)
+    except ContractError:
+        if name is None and not path.name.endswith((".json", ".json.gz")):
+            fail(str(path), "", "not a trace file this tool reads: expected JSON (.json, .json.gz), JSONL (.jsonl), "
+                                "an inspect log (.eval) or an aider LLM log (TO LLM ...)")
+        raise
+
     if name is None and inspect_log.is_log_json(data):
         return inspect_log.convert_file(path)
+    if name is None and gemini_cli.detect(data):
+        return gemini_cli.convert(data, path)
     return FORMATS[resolve_format(fmt, data, path)].convert(data, path)
 
 

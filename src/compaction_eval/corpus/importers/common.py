@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 from typing import Any, NoReturn
@@ -10,12 +11,32 @@ from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.traces import SCHEMA, validate_trace
 
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
+LOG = logging.getLogger("compaction_eval.corpus.importers")
 _SOURCE_SUFFIXES = (".gz", ".json", ".traj")
 
 
 def fail(where: str, place: str, message: str) -> NoReturn:
     """Raise a ContractError for one problem at `place` (a JSON path in the source file)."""
     raise ContractError([Problem(where, place, message)])
+
+
+def warn(where: str, place: str, message: str) -> None:
+    """Report something an importer left out or repaired, as `<file>: <place>: <message>`.
+
+    Logged at WARNING on the `compaction_eval.corpus.importers` logger; with no logging set up,
+    Python prints it to stderr. The same fact is also counted in the trace's metadata.
+    """
+    LOG.warning("%s", Problem(where, place, message))
+
+
+def unique_id(raw: str, used: set[str]) -> str:
+    """`raw`, or `raw_2`, `raw_3`, ... when taken: tool_use ids must be unique in a trace."""
+    out, n = raw, 1
+    while out in used:
+        n += 1
+        out = f"{raw}_{n}"
+    used.add(out)
+    return out
 
 
 def file_stem(path: Path) -> str:

@@ -12,12 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from compaction_eval.corpus.importers.common import (
-    fail,
-    file_stem,
-    finish,
-    safe_id,
-)
+from compaction_eval.corpus.importers.common import fail, file_stem, finish, safe_id
 
 NAME = "mini-swe-agent"
 ROLES = {"user", "assistant"}

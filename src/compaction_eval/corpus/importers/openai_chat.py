@@ -16,6 +16,11 @@ messages. Each sample becomes one trace:
   that never executed (OpenHands' `finish`, or the iteration limit). Such calls become a
   text block reading exactly as the flattened tool call would (`[tool call NAME] {args}`)
   and are listed in `metadata.unanswered_tool_calls`.
+- a sample with no structured tool calls whose assistant text writes them inline
+  (`<function=NAME><parameter=...>...</function>`, SWE-agent's and OpenHands' text
+  function-calling formats) gets them parsed into tool_use / tool_result pairs where the
+  pairing is certain, without changing the message count; see `inline_calls` for the rules
+  and `metadata.inline_calls` for what stayed text.
 """
 
 from __future__ import annotations
@@ -25,12 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from compaction_eval.contracts.traces import block_text
-from compaction_eval.corpus.importers.common import (
-    fail,
-    file_stem,
-    finish,
-    safe_id,
-)
+from compaction_eval.corpus.importers.common import fail, file_stem, finish, safe_id
+from compaction_eval.corpus.importers.inline_calls import has_inline_calls, parse_inline_calls
 
 NAME = "openai-chat"
 _SYSTEM_ROLES = {"system", "developer"}
@@ -188,6 +189,8 @@ def _convert_sample(
         fail(where, f"{prefix}messages", "no user or assistant messages")
 
     metadata: dict[str, Any] = {"index_map": index_map}
+    if not used_ids and has_inline_calls(messages):
+        messages, metadata["inline_calls"] = parse_inline_calls(messages)
     if k is not None:
         metadata["sample"] = k
     if system_as_user:
