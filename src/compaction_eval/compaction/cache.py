@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from inspect_ai.model import Model
 
-OFFLINE_PROVIDERS = ("extractive/", "scripted/", "mockllm/")
+OFFLINE_PROVIDERS = ("extractive/", "scripted/", "reader/", "mockllm/")
 
 
 def use_generate_cache(model: Model | str) -> bool:
