@@ -31,7 +31,7 @@ from compaction_eval.standins.local import LocalModelAPI
 VARIANTS = ("default",)
 PROBE_MARKER = "[Probe: answer the question below using only the context above. Quote names, paths, numbers and error text exactly.]"
 CONTEXT_OPEN, CONTEXT_CLOSE = "<context>", "</context>"
-DEFAULT_UNITS = 2
+DEFAULT_UNITS = 3
 MAX_UNIT_WORDS = 60
 
 _WORD = re.compile(r"[a-z0-9_][a-z0-9_./:-]*[a-z0-9_]|[a-z0-9]")
@@ -58,6 +58,15 @@ def parse_probe(text: str) -> tuple[str, str] | None:
     return context.strip("\n"), question.strip()
 
 
+# What an answer looks like, by what the question asks for: a unit of that shape is preferred.
+_SHAPES = (
+    (re.compile(r"\b(files?|paths?|symbols?|identifiers?)\b", re.I), re.compile(r"[\w.-]+/[\w./-]+|\b\w+\.(py|js|ts|go|rs|java|c|h|cpp|rb|json|ya?ml|toml|cfg|ini|txt|md|html|sh)\b|\w+\(\)|\b\w+_\w+\b")),
+    (re.compile(r"\berror\b", re.I), re.compile(r"\b\w*(Error|Exception|Warning|Failure)\b|\bFAILED\b|\berror:", re.I)),
+    (re.compile(r"\bnumber\b", re.I), re.compile(r"\d")),
+)
+SHAPE_BOOST = 1.5
+
+
 def _words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
 
@@ -75,8 +84,9 @@ def _units(context: str) -> list[str]:
 
 def read_answer(context: str, question: str, units: int = DEFAULT_UNITS) -> str:
     """The `units` context units that best match the question's distinctive words."""
-    candidates = _units(context)
+    candidates = list(dict.fromkeys(_units(context)))
     asked = set(_words(question))
+    shapes = [shape for wants, shape in _SHAPES if wants.search(question)]
     if not candidates or not asked:
         return "The context does not say."
     bags = [set(_words(u)) for u in candidates]
@@ -86,6 +96,8 @@ def read_answer(context: str, question: str, units: int = DEFAULT_UNITS) -> str:
     for i, bag in enumerate(bags):
         overlap = asked & bag
         score = sum(math.log(1 + n / df[w]) for w in overlap) / math.sqrt(1 + len(bag) / 20)
+        if any(shape.search(candidates[i]) for shape in shapes):
+            score *= SHAPE_BOOST
         scores.append((score, -i))
     ranked = sorted(range(n), key=lambda i: scores[i], reverse=True)
     chosen = sorted(i for i in ranked[:units] if scores[i][0] > 0)
@@ -95,7 +107,7 @@ def read_answer(context: str, question: str, units: int = DEFAULT_UNITS) -> str:
 
 
 class ExtractiveReader(LocalModelAPI):
-    """Offline reader (see module docstring). Model arg `units`: context units per answer (2)."""
+    """Offline reader (see module docstring). Model arg `units`: context units per answer (3)."""
 
     def __init__(self, model_name: str, base_url: str | None = None, api_key: str | None = None,
                  config: GenerateConfig = GenerateConfig(), **model_args: Any) -> None:
