@@ -22,7 +22,6 @@ from typing import Any
 from inspect_ai.model import ChatMessage, ChatMessageUser, Model
 
 from compaction_eval.compaction.compact import SUMMARY_LABEL
-from compaction_eval.compaction.transcript import render_messages
 from compaction_eval.contracts.labels import Fact, Labels
 from compaction_eval.contracts.prompts import Candidate
 from compaction_eval.contracts.traces import Trace

@@ -18,7 +18,11 @@ from typing import Any
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, Model
 
 from compaction_eval.compaction.transcript import render_messages
-from compaction_eval.contracts.chat_tokens import message_tokens, messages_tokens, tools_tokens
+from compaction_eval.contracts.chat_tokens import (
+    message_tokens,
+    messages_tokens,
+    tools_tokens,
+)
 from compaction_eval.contracts.labels import Labels
 from compaction_eval.contracts.traces import Trace, fold
 from compaction_eval.horizon.agent import _compact_if_needed
@@ -28,7 +32,11 @@ from compaction_eval.horizon.policies import PolicySpec, make_policy
 from compaction_eval.horizon.policies.notes import NotesBook
 from compaction_eval.horizon.prices import PriceTable
 from compaction_eval.recall.scoring import score_summary
-from compaction_eval.replay.common import pairing_problems, replay_messages, system_messages
+from compaction_eval.replay.common import (
+    pairing_problems,
+    replay_messages,
+    system_messages,
+)
 
 DEFAULT_POLICIES = ("baseline", "eviction", "full")
 DEFAULT_WINDOWS = (12000, 24000)

@@ -10,10 +10,15 @@ import os
 import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from compaction_eval.contracts.runfiles import PID_FILE, staged_run_dir, write_json_atomic
+from compaction_eval.contracts.runfiles import (
+    PID_FILE,
+    staged_run_dir,
+    write_json_atomic,
+)
 from compaction_eval.stats.bootstrap import bootstrap_mean_ci
 
 REPLAY_FILE, DECAY_FILE, PROBES_FILE = "replay.json", "decay.json", "probes.json"
@@ -76,7 +81,7 @@ def _header(mode: str, config: ReplayRunConfig, corpus: Any) -> dict[str, Any]:
     offline = all(is_offline(m) for m in models)
     return {
         "schema": SCHEMAS[mode],
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "model": config.model,
         **({"reader": config.reader_model} if mode == "probes" else {}),
         "offline_stand_in": offline,
@@ -182,7 +187,7 @@ def summarise_decay(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "by_category": dict(by_category),
             "half_life": {c: _half_life([p["survival"] for p in pts]) for c, pts in by_category.items()},
             "overall_half_life": _half_life(curve),
-            "monotone": all(b <= a for a, b in zip(curve, curve[1:])),
+            "monotone": all(b <= a for a, b in pairwise(curve)),
             "model_calls": sum(r["model_calls"] for r in recs),
             "samples": recs,
         })

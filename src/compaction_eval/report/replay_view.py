@@ -40,8 +40,8 @@ def format_replay(data: dict[str, Any]) -> str:
 
 def format_decay(data: dict[str, Any]) -> str:
     lines = [f"Decay through repeated compaction, model {data['model']}{_stand_in(data)}",
-             "survival of facts established before the first compaction, after k compactions "
-             "(re-derived facts, back from later messages, are counted apart: +n)"]
+             ("survival of facts established before the first compaction, after k compactions "
+              "(re-derived facts, back from later messages, are counted apart: +n)")]
     for p in data["prompts"]:
         curve = "  ".join(f"k{s['k']} {_pct(s['survival'])}" + (f" +{s['rederived']}" if s["rederived"] else "") for s in p["survival"])
         half = ", ".join(f"{SHORT.get(c, c)} {v if v is not None else '-'}" for c, v in p["half_life"].items())

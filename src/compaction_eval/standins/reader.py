@@ -37,9 +37,7 @@ MAX_UNIT_WORDS = 60
 _WORD = re.compile(r"[a-z0-9_][a-z0-9_./:-]*[a-z0-9_]|[a-z0-9]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
 _STOP = frozenset(
-    "a an the and or of to in on at for by with from as is are was were be been it its this that these those what which "
-    "who why how when where did do does done not no yes exactly exact quote question answer context above below using only "
-    "your you we our i me my any all some there their they them then than so if else into out about after before".split()
+    ["a", "an", "the", "and", "or", "of", "to", "in", "on", "at", "for", "by", "with", "from", "as", "is", "are", "was", "were", "be", "been", "it", "its", "this", "that", "these", "those", "what", "which", "who", "why", "how", "when", "where", "did", "do", "does", "done", "not", "no", "yes", "exactly", "exact", "quote", "question", "answer", "context", "above", "below", "using", "only", "your", "you", "we", "our", "i", "me", "my", "any", "all", "some", "there", "their", "they", "them", "then", "than", "so", "if", "else", "into", "out", "about", "after", "before"]
 )
 
 
@@ -60,9 +58,9 @@ def parse_probe(text: str) -> tuple[str, str] | None:
 
 # What an answer looks like, by what the question asks for: a unit of that shape is preferred.
 _SHAPES = (
-    (re.compile(r"\b(files?|paths?|symbols?|identifiers?)\b", re.I), re.compile(r"[\w.-]+/[\w./-]+|\b\w+\.(py|js|ts|go|rs|java|c|h|cpp|rb|json|ya?ml|toml|cfg|ini|txt|md|html|sh)\b|\w+\(\)|\b\w+_\w+\b")),
-    (re.compile(r"\berror\b", re.I), re.compile(r"\b\w*(Error|Exception|Warning|Failure)\b|\bFAILED\b|\berror:", re.I)),
-    (re.compile(r"\bnumber\b", re.I), re.compile(r"\d")),
+    (re.compile(r"\b(files?|paths?|symbols?|identifiers?)\b", re.IGNORECASE), re.compile(r"[\w.-]+/[\w./-]+|\b\w+\.(py|js|ts|go|rs|java|c|h|cpp|rb|json|ya?ml|toml|cfg|ini|txt|md|html|sh)\b|\w+\(\)|\b\w+_\w+\b")),
+    (re.compile(r"\berror\b", re.IGNORECASE), re.compile(r"\b\w*(Error|Exception|Warning|Failure)\b|\bFAILED\b|\berror:", re.IGNORECASE)),
+    (re.compile(r"\bnumber\b", re.IGNORECASE), re.compile(r"\d")),
 )
 SHAPE_BOOST = 1.5
 
@@ -110,8 +108,8 @@ class ExtractiveReader(LocalModelAPI):
     """Offline reader (see module docstring). Model arg `units`: context units per answer (3)."""
 
     def __init__(self, model_name: str, base_url: str | None = None, api_key: str | None = None,
-                 config: GenerateConfig = GenerateConfig(), **model_args: Any) -> None:
-        super().__init__(model_name, base_url, api_key, [], config)
+                 config: GenerateConfig | None = None, **model_args: Any) -> None:
+        super().__init__(model_name, base_url, api_key, [], config or GenerateConfig())
         if model_name not in VARIANTS:
             raise ValueError(f"unknown reader variant {model_name!r}: use one of {', '.join('reader/' + v for v in VARIANTS)}")
         unknown = sorted(set(model_args) - {"units"})
