@@ -5,7 +5,8 @@ A request is flattened to inspect chat messages and then to (conversation, instr
 answered by `models.summarise.summarise` within `max_tokens`. A request that offers tools
 and whose last user text has a line `CALL <tool> <json arguments>` is answered with that
 tool call; a request whose tools belong to a long-horizon world (the workspace tag in their
-descriptions) is answered by the offline scripted agent, `models.scripted`.
+descriptions) is answered by the offline scripted agent, `models.scripted`; a probe (a
+last user message with the probe marker of `standins.reader`) by the offline reader.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolCall
 
 from compaction_eval.compaction.transcript import split_request
-from compaction_eval.contracts.tokens import count_tokens
+from compaction_eval.contracts.tokens import count_tokens, truncate_tokens
+from compaction_eval.standins.reader import parse_probe, read_answer
 from compaction_eval.standins.summarise import summarise
 
 _CALL = re.compile(r"^CALL (\S+) (\{.*\})\s*$", re.MULTILINE)
@@ -121,6 +123,12 @@ def answer(request: dict[str, Any], message_id: str) -> dict[str, Any]:
         content += [{"type": "tool_use", "id": c.id, "name": c.function, "input": c.arguments} for c in calls]
         stop_reason = "tool_use" if calls else "end_turn"
         output_tokens = count_tokens(json.dumps(content))
+    elif parse_probe(_text(last.get("content"))) is not None:
+        # a probe (replay.probes): the offline reader answers from the context it was given
+        text = read_answer(*parse_probe(_text(last.get("content"))))
+        text = truncate_tokens(text, budget) if count_tokens(text) > budget else text
+        content = [{"type": "text", "text": text}]
+        stop_reason, output_tokens = "end_turn", count_tokens(text)
     else:
         split = split_request(to_chat_messages(request))
         summary = summarise(split.conversation, split.instruction, budget)

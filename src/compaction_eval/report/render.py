@@ -742,5 +742,9 @@ def render_report(
         from compaction_eval.report.tune_view import tune_view
 
         context["tune"] = tune_view(tune)
+    if run_dir.is_dir():  # replay.json, decay.json, probes.json (compaction-eval replay/decay/probes)
+        from compaction_eval.report.replay_view import replay_sections
+
+        context["replay_html"] = replay_sections(run_dir)
     _write_atomic(target, render_html(context))
     return target

@@ -21,3 +21,10 @@ def scripted() -> type[ModelAPI]:
     from compaction_eval.standins.scripted import ScriptedAgent
 
     return ScriptedAgent
+
+
+@modelapi(name="reader")
+def reader() -> type[ModelAPI]:
+    from compaction_eval.standins.reader import ExtractiveReader
+
+    return ExtractiveReader

@@ -1,0 +1,87 @@
+"""`compaction-eval replay | decay | probes`: what an agent still knows after compaction.
+
+Each command writes its file (`replay.json`, `decay.json`, `probes.json`) into a new run
+directory `--out/--run`, or adds it to an existing run directory with `--into DIR`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from pathlib import Path
+
+COMMANDS = {
+    "replay": "replay recorded traces under context policies at several windows: visible facts, tokens, compactions, cost",
+    "decay": "chains of K compactions (each summarising the previous summary plus what followed): survival per category",
+    "probes": "ask questions generated from the labels with only the compacted context; grade with the recall matchers",
+}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    for name, help_text in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--traces", nargs="+", default=["fixtures/traces"], help="trace files or directories")
+        p.add_argument("--labels", nargs="+", default=["labels"], help="labels files or directories")
+        p.add_argument("--prompts", nargs="+", default=["prompts"], help="candidate prompts (files or directories)")
+        p.add_argument("--model", default="extractive/default",
+                       help="compaction model (default: the offline extractive summariser, a stand-in, not an LLM)")
+        p.add_argument("--max-traces", type=int, help="use only the first N labelled traces")
+        p.add_argument("--max-retries", type=int, default=4)
+        p.add_argument("--timeout", type=int, default=120)
+        p.add_argument("--out", default="results", help="parent directory of run directories (default: results)")
+        p.add_argument("--run", help="run name (default: a timestamp)")
+        p.add_argument("--into", help="add the file to this existing run directory instead of creating one")
+        if name == "replay":
+            p.add_argument("--policies", nargs="+", default=["baseline", "eviction", "full"],
+                           help="context policies: baseline, eviction, full, inspect-*, module:Class")
+            p.add_argument("--windows", nargs="+", type=int, default=[12000, 24000], help="context windows in tokens")
+            p.add_argument("--prompt", default="handoff", help="candidate prompt of `full`")
+            p.add_argument("--budget", type=int, default=600, help="summary budget of `full`")
+            p.add_argument("--price-model", help="entry of the price table (default: matched from --model)")
+        elif name == "decay":
+            p.add_argument("--k", type=int, default=5, help="compactions in each chain (default 5)")
+            p.add_argument("--budget", type=int, default=600, help="summary budget of each compaction")
+            p.add_argument("--only-prompts", nargs="+", help="prompt names to run (default: all)")
+        else:
+            p.add_argument("--reader", help="model answering the probes (default: reader/default offline, else --model)")
+            p.add_argument("--budget", type=int, default=800, help="summary budget of the compaction")
+            p.add_argument("--keep-last", type=int, default=4)
+            p.add_argument("--only-prompts", nargs="+", help="prompt names to run (default: all)")
+        p.set_defaults(func=cmd_replay, mode=name)
+
+
+def config_from(args: argparse.Namespace):
+    from compaction_eval.replay.run import ReplayRunConfig
+
+    config = ReplayRunConfig(traces=args.traces, labels=args.labels, prompts=args.prompts, model=args.model,
+                             max_traces=args.max_traces, max_retries=args.max_retries, timeout=args.timeout)
+    if args.mode == "replay":
+        config.policies, config.windows = list(args.policies), list(args.windows)
+        config.policy_prompt, config.policy_budget, config.price_model = args.prompt, args.budget, args.price_model
+    elif args.mode == "decay":
+        config.k, config.decay_budget, config.decay_prompts = args.k, args.budget, args.only_prompts
+    else:
+        config.reader, config.probe_budget, config.keep_last, config.probe_prompts = args.reader, args.budget, args.keep_last, args.only_prompts
+    return config
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from compaction_eval.contracts.problems import ContractError
+    from compaction_eval.replay.run import FILES, run_modes
+
+    config = config_from(args)
+    out = Path(args.into) if args.into else Path(args.out) / (args.run or datetime.now().strftime("%Y%m%d-%H%M%S"))
+    print(f"{args.mode}: model {config.model} -> {out}", file=sys.stderr)
+    try:
+        results = run_modes(config, out, (args.mode,), existing=bool(args.into))
+    except ContractError:
+        raise
+    except (RuntimeError, ValueError) as exc:
+        print(f"compaction-eval: error: {exc}", file=sys.stderr)
+        return 1
+    from compaction_eval.report.replay_view import format_mode
+
+    print(format_mode(args.mode, results[args.mode]))
+    print(f"{args.mode} results: {out / FILES[args.mode]}")
+    return 0
