@@ -19,6 +19,7 @@ from compaction_eval.contracts.problems import ContractError
 COMMANDS = (
     "compaction_eval.cli.recall",  # run, recall, score
     "compaction_eval.cli.horizon",
+    "compaction_eval.cli.replay",  # replay, decay, probes
     "compaction_eval.cli.report",
     "compaction_eval.cli.corpus",  # lint, import, labels draft, corpus
     "compaction_eval.cli.gate",  # gate, baseline

@@ -74,11 +74,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     code = cmd_recall(args, show_table=True)
     if code == 0 and not args.skip_horizon:
         code = run_and_print(horizon_config(args, in_run=True), run_dir(args), existing=True)
+    if code == 0 and not args.skip_replay:
+        code = _small_replay(args)
     if code == 0:
         from compaction_eval.report import render_report
 
         print(f"report: {render_report(run_dir(args))}")
     return code
+
+
+def _small_replay(args: argparse.Namespace) -> int:
+    """The small replay + decay configuration of the main job (see replay.run.run_small)."""
+    from compaction_eval.replay.run import run_small
+
+    print("replay and decay: a small configuration (2 traces, 3 policies, 5 compactions)", file=sys.stderr)
+    run_small(run_dir(args), traces=args.traces or DEFAULT_TRACES, labels=args.labels or DEFAULT_LABELS,
+              prompts=args.prompts or DEFAULT_PROMPTS, model=args.model)
+    print(f"replay results: {run_dir(args) / 'replay.json'}")
+    print(f"decay results: {run_dir(args) / 'decay.json'}")
+    return 0
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -117,6 +131,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="the main job: fact recall of every prompt, then the long-horizon suite, offline by default, with tables")
     add_recall_args(p)
     add_horizon_args(p, in_run=True)
+    p.add_argument("--skip-replay", action="store_true", help="skip the small replay and decay configuration")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("recall", help="run the fact-recall suite and write results/<run>/results.json")
