@@ -14,7 +14,12 @@ from pathlib import Path
 import pytest
 
 from compaction_eval.cli.version import add_version_flag, version_string
-from compaction_eval.contracts.paths import default_input, package_data, project_dir, resolve_inputs
+from compaction_eval.contracts.paths import (
+    default_input,
+    package_data,
+    project_dir,
+    resolve_inputs,
+)
 from compaction_eval.contracts.prompts import load_candidates
 from compaction_eval.corpus.load import load_corpus
 
