@@ -9,13 +9,13 @@ import asyncio
 import json
 
 import pytest
-from conftest import MINI_SWE, ROOT
 
 from compaction_eval.contracts.labels import Fact, Labels
 from compaction_eval.contracts.problems import ContractError
 from compaction_eval.contracts.prompts import load_candidates
 from compaction_eval.contracts.traces import trace_from_json
 from compaction_eval.corpus.load import load_corpus
+from conftest import MINI_SWE, ROOT
 
 TRACE = ROOT / "fixtures" / "traces" / "synth-pipeline-incident-001.json.gz"
 LABELS = ROOT / "labels" / "synth-pipeline-incident-001.yaml"

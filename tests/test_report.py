@@ -32,14 +32,14 @@ from PIL import Image, ImageStat
 from compaction_eval.contracts.runfiles import read_results, write_json_atomic
 from compaction_eval.gate.compare import compare_dirs
 from compaction_eval.recall.run import RecallConfig, run_recall
-from compaction_eval.report import render_report
+from compaction_eval.report import plots, render_report
 from compaction_eval.report.drilldown import (
     Mark,
     highlight_summary,
     mark_text,
     source_excerpt,
 )
-from compaction_eval.report.render import build_context, render_html
+from compaction_eval.report.render import build_context, load_source_corpus, render_html
 from conftest import MINI_SWE, ROOT
 
 # ----------------------------------------------------------------------------- headless Chromium
@@ -343,7 +343,7 @@ def test_leaderboard_sorts_when_a_header_is_clicked(page, results):
     def column(label: str) -> list:
         return page.js(
             "(() => { const t = document.getElementById('leaderboard-table');"
-            f" const i = [...t.tHead.rows[0].cells].findIndex(c => c.textContent.trim() === {json.dumps(label)});"
+            f" const i = [...t.tHead.rows[t.tHead.rows.length - 1].cells].findIndex(c => c.textContent.trim() === {json.dumps(label)});"
             " return [...t.tBodies[0].rows].map(r => [r.dataset.prompt, Number(r.cells[i].dataset.v)]); })()"
         )
 
@@ -351,12 +351,12 @@ def test_leaderboard_sorts_when_a_header_is_clicked(page, results):
         page.js(f"[...document.querySelectorAll('#leaderboard-table th')].find(c => c.textContent.trim() === {json.dumps(label)}).click()")
 
     assert [p for p, _ in column("#")] == [p["prompt"] for p in results["prompts"]]
-    click("prec.")
-    values = [v for _, v in column("prec.")]
+    click("precision")
+    values = [v for _, v in column("precision")]
     assert values == sorted(values, reverse=True)
     assert sorted(values) == sorted(p["precision"] for p in results["prompts"])
-    click("prec.")
-    assert [v for _, v in column("prec.")] == sorted(values)
+    click("precision")
+    assert [v for _, v in column("precision")] == sorted(values)
     click("#")  # back to rank order
     assert [p for p, _ in column("#")] == [p["prompt"] for p in results["prompts"]]
 
@@ -676,3 +676,57 @@ def test_per_step_tokens_add_up_to_the_input_sent_and_old_files_get_the_same_cos
     base, full = (next(c for c in horizon_run["configs"] if c["config"] == n) for n in ("baseline", "full"))
     assert max(max(s["step_tokens"]) for s in full["samples"]) <= full["samples"][0]["window"]
     assert base["input_tokens"] > full["input_tokens"]
+
+
+# ----------------------------------------------------------------------------- issue 14 part 6
+
+
+def test_leaderboard_columns_are_grouped_and_named_in_full(page):
+    heads = page.js("[...document.getElementById('leaderboard-table').tHead.rows].map(r => [...r.cells].map(c => c.textContent.trim()))")
+    groups, names = heads
+    assert "recall by fact category" in groups and "what went wrong" in groups
+    assert {"constraints", "decisions", "critical facts lost", "precision", "compression"} <= set(names)
+    assert not {"con", "dec", "crit. lost", "prec.", "compr."} & set(names)
+
+
+def test_why_a_fact_was_lost_is_on_the_page_not_only_in_a_tooltip(page, results):
+    lost = next((s, v) for s in results["samples"] for v in s["facts"] if not v["kept"] and v.get("note"))
+    sample, verdict = lost
+    sample_id = page.js(
+        f"[...document.querySelectorAll('details.sample')].find(d => d.dataset.search === {json.dumps(sample['trace'].lower() + '@' + str(sample['point']))}).id"
+    )
+    open_sample(page, sample_id)
+    shown = page.js(f"[...document.getElementById('{sample_id}').querySelectorAll('td.v.lost .why')]"
+                    ".filter(e => e.offsetHeight > 0).map(e => e.textContent)")
+    assert verdict["note"] in shown
+
+
+def test_report_and_results_have_normal_file_modes(report, runs):
+    mask = os.umask(0)
+    os.umask(mask)
+    assert report.stat().st_mode & 0o777 == 0o666 & ~mask
+    assert (runs[0] / "results.json").stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_completion_dots_at_0_and_1_are_not_clipped():
+    svg = plots.interval_svg([("none", 0.0, (0.0, 0.0)), ("all", 1.0, (1.0, 1.0))], xlabel="completion", salt="t", title="t")
+    import re as _re
+
+    dots = _re.findall(r'<g( clip-path="[^"]*")?>\s*<use [^>]*style="fill: ' + _re.escape(plots.ACCENT.lower()), svg.lower())
+    assert len(dots) == 2 and dots == ["", ""]  # both dots drawn whole: no clip path on them
+
+
+def test_a_run_made_with_relative_paths_renders_its_excerpts_from_another_directory(tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    project.mkdir()
+    write_hostile_corpus(project)
+    monkeypatch.chdir(project)
+    run_recall(RecallConfig(traces=["traces"], labels=["labels"], prompts=[str(ROOT / "prompts" / "handoff.j2")]), Path("out/r"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    results = read_results(project / "out" / "r")
+    assert all(Path(p).is_absolute() for p in results["config"]["traces"])
+    assert results["inputs_as_given"]["traces"] == ["traces"]
+    corpus = load_source_corpus(results, project / "out" / "r")
+    assert corpus.missing is None and EVIL_ID in corpus.traces and EVIL_ID in corpus.labels

@@ -14,6 +14,8 @@ import os
 import sys
 
 from compaction_eval.cli.common import error, keep_inspect_local
+from compaction_eval.cli.errors import error_message
+from compaction_eval.cli.version import add_version_flag
 from compaction_eval.contracts.problems import ContractError
 
 COMMANDS = (
@@ -33,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="compaction-eval",
         description="What context compaction loses, measured. Exit codes: 0 ok, 1 problems found, regression or failed run, 2 unusable input.",
     )
+    add_version_flag(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS:
         importlib.import_module(module).register(sub)
@@ -54,8 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a model that cannot be built, a provider refusing: one line
         if os.environ.get("COMPACTION_EVAL_DEBUG"):
             raise
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return error(f"{type(exc).__name__}: {message} (set COMPACTION_EVAL_DEBUG=1 for the traceback)", 1)
+        return error(f"{type(exc).__name__}: {error_message(exc)} (set COMPACTION_EVAL_DEBUG=1 for the traceback)", 1)
 
 
 if __name__ == "__main__":

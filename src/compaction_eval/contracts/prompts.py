@@ -101,8 +101,10 @@ def load_candidate(path: Path | str) -> Candidate:
 
 def load_candidates(paths: list[Path | str]) -> list[Candidate]:
     """Candidates from files and directories (a directory gives its `*.j2`, partials skipped)."""
+    from compaction_eval.contracts.paths import resolve_input
+
     files: list[Path] = []
-    for p in map(Path, paths):
+    for p in map(resolve_input, paths):
         if p.is_dir():
             files += sorted(f for f in p.glob("*.j2") if not f.name.startswith("_"))
         else:

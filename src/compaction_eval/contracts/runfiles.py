@@ -41,18 +41,56 @@ def staged_run_dir(final: Path) -> Iterator[Path]:
         raise
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to a temp file in the same directory, then rename over `path`."""
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write text to a temp file in the same directory, then rename over `path`.
+
+    The file gets the mode of a normally created file (0644 under the usual umask), not
+    the 0600 of a temporary file: reports and results are meant to be shared.
+    """
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1, ensure_ascii=False, allow_nan=False)
-            fh.write("\n")
+            fh.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON atomically (see write_text_atomic); NaN and Infinity are refused."""
+    write_text_atomic(path, json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+LOGS_DIR = "logs"  # under --out: inspect's logs of every run, kept whether the run failed or not
+
+
+def kept_log_dir(run_dir: Path) -> Path:
+    """Where inspect writes the logs of the run `run_dir`: `<out>/logs/<run>/`, outside the
+    staged run directory, so a failed run keeps its log for `inspect view` and `eval-retry`."""
+    run_dir = Path(run_dir)
+    return run_dir.parent / LOGS_DIR / run_dir.name
+
+
+def adopt_log(log: str | Path, into: Path) -> Path:
+    """A log file also inside a (staged) run directory: hard-linked, copied across devices."""
+    src = Path(str(log).removeprefix("file://"))
+    into.mkdir(parents=True, exist_ok=True)
+    dst = into / src.name
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+    return dst
 
 
 def read_results(run_dir: Path | str) -> dict[str, Any]:

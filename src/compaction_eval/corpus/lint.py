@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from compaction_eval.contracts.paths import resolve_input
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.corpus.load import check_corpus, label_paths, trace_paths
 
@@ -21,7 +22,7 @@ def lint(paths: list[Path], trace_dirs: list[Path]) -> tuple[int, int, list[Prob
         labels = label_paths(paths)
     except ContractError as exc:
         return 0, 0, exc.problems, []
-    extra = [d for d in trace_dirs if d.exists()]
+    extra = [d for d in map(resolve_input, trace_dirs) if d.exists()]
     corpus, problems = check_corpus([*traces, *extra], labels)
     known = {*traces, *labels}
     problems += [

@@ -9,6 +9,7 @@ from pathlib import Path
 import datasets
 
 from compaction_eval.contracts.labels import Labels, lint_against_trace, load_labels
+from compaction_eval.contracts.paths import resolve_input
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.traces import (
     SCHEMA,
@@ -25,7 +26,7 @@ def _files(paths: Iterable[Path], keep, scanned: set[Path] | None = None) -> lis
     `labels/` holds the synthetic corpus and `labels/real/` the real one, run separately).
     A file named twice (as itself and inside a named directory) is read once."""
     out: list[Path] = []
-    for p in paths:
+    for p in map(resolve_input, paths):
         if p.is_dir():
             found = sorted(f for f in p.glob("*") if f.is_file() and keep(f))
             out += found

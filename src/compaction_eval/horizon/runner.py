@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compaction_eval.contracts.paths import resolve_input
 from compaction_eval.contracts.runfiles import (
     PID_FILE,
     clear_interrupted,
@@ -93,7 +94,7 @@ def _run_into(config: HorizonConfig, directory: Path, final: Path) -> dict[str, 
 
     ids = config.worlds or world_ids()
     tasks = [
-        long_horizon(config=c, worlds=ids, size=config.size, prompt=config.prompt, prompts_dir=str(Path(config.prompts_dir).resolve()),
+        long_horizon(config=c, worlds=ids, size=config.size, prompt=config.prompt, prompts_dir=str(resolve_input(config.prompts_dir).resolve()),
                      budget=config.budget, output_reserve=config.output_reserve, compactor=config.compactor)
         for c in config.configs
     ]

@@ -11,16 +11,19 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from compaction_eval.contracts.paths import resolve_inputs
 from compaction_eval.contracts.prompts import load_candidates
 from compaction_eval.contracts.runfiles import (
     PID_FILE,
     RESULTS_FILE,
     SCHEMA,
+    adopt_log,
     clear_interrupted,
+    kept_log_dir,
     staged_run_dir,
     write_json_atomic,
 )
@@ -208,6 +211,10 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
     Raises ContractError for bad input and RunFailed when inspect reports a failure.
     """
     out_dir = Path(out_dir).resolve()
+    # results.json records where the inputs were read (absolute: a report renders from any
+    # directory) and the paths as given (found again when a run directory is moved).
+    given = {kind: [str(p) for p in getattr(config, kind)] for kind in ("traces", "labels", "prompts")}
+    config = replace(config, **{kind: [str(p.resolve()) for p in resolve_inputs(paths, kind)] for kind, paths in given.items()})
     corpus = load_corpus(config.traces, config.labels)
     candidates = load_candidates(config.prompts)
     from inspect_ai import eval as inspect_eval  # slow import: only when something runs
@@ -215,6 +222,10 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
 
     from compaction_eval.recall.task import fact_recall
 
+    # inspect's log is written where it stays, failed or not, so `inspect view` and
+    # `inspect eval-retry` find it and the path inspect prints is the final one; a succeeded
+    # run also gets it inside its run directory (hard-linked where possible).
+    log_dir = kept_log_dir(out_dir)
     with staged_run_dir(out_dir) as stage:
         (stage / PID_FILE).write_text(str(os.getpid()))
         resumed = clear_interrupted(out_dir, keep=stage)
@@ -250,7 +261,7 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
         logs = inspect_eval(
             task,
             model=model,
-            log_dir=str(stage / "logs"),
+            log_dir=str(log_dir),
             display=config.display,
             epochs=config.epochs,
             max_connections=config.max_connections,
@@ -266,7 +277,9 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
             for copies in ("redacted-traces", "redacted-labels"):  # only needed while running
                 shutil.rmtree(stage / copies, ignore_errors=True)
         if log.status != "success":
-            raise RunFailed(f"inspect run failed ({log.status}): {_failure_message(log, config.max_retries)}")
+            where = f"; inspect log: {log.location} (inspect view --log-dir {log_dir}; inspect eval-retry {log.location})" if log.location else ""
+            raise RunFailed(f"inspect run failed ({log.status}): {_failure_message(log, config.max_retries)}{where}")
+        inspect_log = adopt_log(log.location, stage / "logs") if log.location else None
         samples = [_sample_record(s) for s in log.samples or []]
         from compaction_eval.corpus.redact import redact_json
 
@@ -287,7 +300,9 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
             "config": redact_json({k: v for k, v in asdict(config).items() if k not in ("display",)}),
             "redactions": {"replaced": redactions, "avoid_items_removed": dropped} if config.redact else None,
             "corpus": corpus_stats(corpus),
-            "inspect_log": str(Path(log.location).resolve().relative_to(stage.resolve())) if log.location else None,
+            "inspect_log": str(inspect_log.relative_to(stage)) if inspect_log else None,
+            "inspect_log_kept": str(Path(log.location).resolve()) if log.location else None,
+            "inputs_as_given": given,
             "samples": samples,
             "prompts": summarise_prompts(samples, {c.name: c.description for c in candidates}),
             # kept in k of N epochs per fact: the gate does not fail on facts that flicker

@@ -5,6 +5,7 @@ from __future__ import annotations
 from inspect_ai import Task, task
 
 from compaction_eval.compaction.compact import Shape
+from compaction_eval.contracts.paths import resolve_inputs
 from compaction_eval.contracts.prompts import load_candidates
 from compaction_eval.contracts.settings import DEFAULT_BUDGET, DEFAULT_KEEP_LAST
 from compaction_eval.recall.dataset import recall_samples
@@ -14,9 +15,9 @@ from compaction_eval.recall.solver import compact_history
 
 @task
 def fact_recall(
-    traces: str | list[str] = "fixtures/traces",
-    labels: str | list[str] = "labels",
-    prompts: str | list[str] = "prompts",
+    traces: str | list[str] | None = None,
+    labels: str | list[str] | None = None,
+    prompts: str | list[str] | None = None,
     budget: int = DEFAULT_BUDGET,
     keep_last: int = DEFAULT_KEEP_LAST,
     shape: Shape = "inline",
@@ -27,9 +28,10 @@ def fact_recall(
     """Fact recall of candidate compaction prompts.
 
     Args:
-        traces: trace files or directories (trace@1 or any importable format).
-        labels: labels files or directories.
-        prompts: prompt templates or directories of them.
+        traces: trace files or directories (trace@1 or any importable format); default:
+            the project's fixtures/traces, or the package's copy outside a project.
+        labels: labels files or directories (default: labels, likewise).
+        prompts: prompt templates or directories of them (default: prompts, likewise).
         budget: summary budget in tokens.
         keep_last: messages kept verbatim at the end of the history.
         shape: `inline` or `messages` (see compaction.compact).
@@ -37,10 +39,13 @@ def fact_recall(
         judge_model: optional LLM judge for meaning categories.
         cache: use inspect's generate cache.
     """
-    as_list = lambda v: [v] if isinstance(v, str) else list(v)  # noqa: E731
-    candidates = load_candidates(as_list(prompts))
+    def as_list(value: str | list[str] | None, kind: str) -> list[str]:
+        given = [value] if isinstance(value, str) else value
+        return [str(p) for p in resolve_inputs(given, kind)]
+
+    candidates = load_candidates(as_list(prompts, "prompts"))
     return Task(
-        dataset=recall_samples(as_list(traces), as_list(labels), candidates),
+        dataset=recall_samples(as_list(traces, "traces"), as_list(labels, "labels"), candidates),
         solver=compact_history(budget=budget, keep_last=keep_last, shape=shape, focus=focus, cache=cache),
         scorer=fact_recall_scorer(judge_model=judge_model),
     )

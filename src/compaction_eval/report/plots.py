@@ -194,11 +194,12 @@ def interval_svg(rows: Sequence[tuple[str, float, tuple[float, float]]], *, xlab
         fig, ax = plt.subplots(figsize=(11.8, 0.6 + 0.42 * max(1, len(rows))))
         for i, (label, value, (lo, hi)) in enumerate(rows):
             y = len(rows) - 1 - i
-            ax.plot([lo, hi], [y, y], color=ACCENT, lw=2.2, solid_capstyle="round")
-            ax.plot([value], [y], "o", color=ACCENT, ms=7)
+            # not clipped at the axes: a completion of exactly 0 or 1 is a whole dot
+            ax.plot([lo, hi], [y, y], color=ACCENT, lw=2.2, solid_capstyle="round", clip_on=False)
+            ax.plot([value], [y], "o", color=ACCENT, ms=7, clip_on=False)
             ax.annotate(f"{value:.2f}", (value, y), xytext=(0, 7), textcoords="offset points", ha="center", fontsize=9, color=INK)
         ax.set_yticks(range(len(rows)), [r[0] for r in reversed(rows)])
-        ax.set_xlim(0, 1.0)
+        ax.set_xlim(-0.03, 1.03)  # room for the dots and labels at 0 and 1
         ax.set_ylim(-0.7, len(rows) - 0.3)
         ax.grid(axis="y", visible=False)
         ax.set_xlabel(xlabel)

@@ -13,8 +13,6 @@ import datetime as _dt
 import hashlib
 import json
 import math
-import os
-import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -26,7 +24,7 @@ from markupsafe import Markup
 
 from compaction_eval.contracts.labels import CATEGORIES, Labels
 from compaction_eval.contracts.problems import ContractError, Problem
-from compaction_eval.contracts.runfiles import RESULTS_FILE, read_results
+from compaction_eval.contracts.runfiles import RESULTS_FILE, read_results, write_text_atomic
 from compaction_eval.contracts.settings import is_stand_in
 from compaction_eval.contracts.traces import Trace
 from compaction_eval.gate.compare import (
@@ -147,8 +145,14 @@ def load_source_corpus(
     needed = {s["trace"] for s in results.get("samples", [])}
     config = results.get("config", {})
     bases = [Path.cwd(), *Path(run_dir).resolve().parents]
-    label_dirs = _resolve(labels if labels is not None else config.get("labels", []), bases)
-    trace_dirs = _resolve(traces if traces is not None else config.get("traces", []), bases)
+    given = results.get("inputs_as_given") or {}
+
+    def recorded(kind: str) -> list[str]:
+        # where the run read them (absolute), then as given (for a moved run directory)
+        return [*config.get(kind, []), *given.get(kind, [])]
+
+    label_dirs = _resolve(labels if labels is not None else recorded("labels"), bases)
+    trace_dirs = _resolve(traces if traces is not None else recorded("traces"), bases)
     found = SourceCorpus()
     try:
         for path in label_paths(label_dirs):
@@ -687,18 +691,6 @@ def render_html(context: dict[str, Any]) -> str:
     return environment().get_template("report.html.j2").render(**_assets(), title=title, **context)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def render_report(
     run_dir: Path,
     *,
@@ -746,5 +738,5 @@ def render_report(
         from compaction_eval.report.replay_view import replay_sections
 
         context["replay_html"] = replay_sections(run_dir)
-    _write_atomic(target, render_html(context))
+    write_text_atomic(target, render_html(context))
     return target

@@ -506,7 +506,9 @@ def validate(gold_dir: Path | str, model: Any = None) -> dict[str, Any]:
         gold_dir: a directory of gold files (labels/gold).
         model: an inspect model name or Model for the LLM judge; None runs offline only.
     """
-    gold_dir = Path(gold_dir)
+    from compaction_eval.contracts.paths import resolve_input
+
+    gold_dir = resolve_input(gold_dir)
     gold = load_gold(gold_dir)
     judged = judge_gold(gold, model) if model is not None else None
     items = collect_items(gold, judged)
