@@ -100,8 +100,8 @@ def tune_rows(gold: Sequence[GoldFile], items: Sequence[Item]) -> list[Row]:
     keys = {(i.trace, i.summary, i.id): i.predicted["keys"] for i in items if i.kind == "fact"}
     source = {g.trace: g.source for g in gold}
     tune_gold = [g for g in gold if any(part_of(s.split) == "tune" for s in g.summaries)]
-    if not tune_gold:
-        return []
+    if len({g.trace for g in tune_gold}) < 2:
+        raise ValueError("fewer than 2 tune traces: nothing to cross-validate by trace")
     return [(r.trace, r.category, r.style, source.get(r.trace, "unknown"), r.gold, kept, keys[(r.trace, r.summary, r.fact)])
             for r, kept, _p in cross_validated(rows(tune_gold))]
 
@@ -114,8 +114,12 @@ def headline(gold: Sequence[GoldFile], items: Sequence[Item], resamples: int = R
         "reference": "keys: all keys of some key set present = kept",
         "test": part_table(test, resamples) if test else None,
         "status": "test part" if test else NO_TEST_PART,
-        "tune_cross_validated": part_table(tune_rows(gold, items), resamples),
     }
+    try:
+        out["tune_cross_validated"] = part_table(tune_rows(gold, items), resamples)
+    except ValueError as exc:  # too few traces, or one class only in a training fold
+        out["tune_cross_validated"] = None
+        out["tune_note"] = f"tune part not cross-validated: {exc}"
     judged = rows_test_part(items, "judge")
     if judged:
         out["judge_test"] = part_table(judged, resamples)
@@ -162,7 +166,9 @@ def format_headline(h: dict[str, Any]) -> str:
     elif "judge_test" in h:
         lines.append(f"  judge: {NO_TEST_PART}, nothing judged")
     t = h["tune_cross_validated"]
-    if t["n"]:
+    if t is None:
+        lines.append(f"  {h.get('tune_note', 'tune part not cross-validated')}")
+    elif t["n"]:
         lines.append("")
         lines += _part_lines("tune part, cross-validated by trace (calibration refitted without each trace)", t)
     return "\n".join(lines)

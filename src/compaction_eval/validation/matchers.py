@@ -443,7 +443,7 @@ def _model(model: Any) -> Any:
 def judge_gold(gold: Sequence[GoldFile], model: Any) -> dict[tuple[str, str], dict]:
     """The judge's verdicts (quote-checked) on every fact of every gold summary: one
     generate call per summary."""
-    from compaction_eval.recall.matching.judge import judge_facts
+    from compaction_eval.recall.matching.judge import JudgeOutputError, JudgeVerdict, judge_facts
 
     m = _model(model)
 
@@ -451,7 +451,13 @@ def judge_gold(gold: Sequence[GoldFile], model: Any) -> dict[tuple[str, str], di
         out = {}
         for gf in gold:
             for s in gf.summaries:
-                out[(gf.trace, s.id)] = await judge_facts(m, s.text, gf.labels.expected(s.point))
+                facts = gf.labels.expected(s.point)
+                try:
+                    out[(gf.trace, s.id)] = await judge_facts(m, s.text, facts)
+                except JudgeOutputError as exc:
+                    # an unreadable answer keeps nothing (and counts against the judge's kappa)
+                    note = f"malformed judge answer: {str(exc)[:120]}"
+                    out[(gf.trace, s.id)] = {f.id: JudgeVerdict(kept=False, quote="", reason=note) for f in facts}
         return out
 
     return asyncio.run(run())
