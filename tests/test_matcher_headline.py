@@ -102,3 +102,22 @@ def test_judge_model_over_http_scores_scripted_verdicts_on_the_test_part(tmp_pat
     assert j["accuracy"] == pytest.approx((36 - 15) / 36, abs=1e-4)
     text = format_headline(h)
     assert "LLM judge" in text and "key-presence only" in text
+
+
+def test_uncertain_counts_per_sample_and_prompt_reach_the_leaderboard():
+    from compaction_eval.recall.aggregate import summarise_prompts, uncertain_count
+    from compaction_eval.report.tables import format_leaderboard
+
+    def sample(trace, flags):
+        return {"prompt": "p", "trace": trace, "recall": 0.5, "precision": 1.0, "context_recall": 0.5,
+                "recall_by_category": {}, "critical_lost": [], "distortions": [], "avoid": [], "compression": 2.0,
+                "summary_tokens": 10, "budget_truncated": False, "input_tokens": 1, "output_tokens": 1,
+                "facts": [{"id": f"f{i}", "kept": True, "uncertain": u} for i, u in enumerate(flags)]}
+
+    samples = [sample("a", [True, False, True]), sample("b", [False])]
+    assert [uncertain_count(s) for s in samples] == [2, 0]
+    rows = summarise_prompts(samples)
+    assert rows[0]["uncertain"] == 2 and rows[0]["verdicts"] == 4
+    board = format_leaderboard({"prompts": rows, "model": "m", "offline_stand_in": False, "config": {"budget": 1},
+                                "corpus": {"traces": 2, "synthetic_traces": 0, "real_traces": 2, "points": 2, "facts": 4}})
+    assert "uncert" in board and "n uncertain" in board

@@ -76,7 +76,7 @@ def bootstrap_groups_ci(
         values = statistic([x for i in pick for x in ordered[i]])
         if draws is None:
             draws = [[] for _ in values]
-        for d, v in zip(draws, values):
+        for d, v in zip(draws, values, strict=True):
             if v is not None and not math.isnan(v):
                 d.append(float(v))
     alpha = (1 - level) / 2

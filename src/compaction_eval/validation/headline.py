@@ -75,7 +75,7 @@ def part_table(rows: Sequence[Row], resamples: int = RESAMPLES) -> dict[str, Any
     cis = bootstrap_groups_ci(list(by_trace.values()), stats, resamples=resamples) if rows else [None, None, None]
     out = _cell(rows)
     out["traces"] = len(by_trace)
-    for name, ci in zip(("kappa_ci", "keys_kappa_ci", "difference_ci"), cis):
+    for name, ci in zip(("kappa_ci", "keys_kappa_ci", "difference_ci"), cis, strict=True):
         out[name] = [round(ci[0], 4), round(ci[1], 4)] if ci else None
     exact = [r for r in rows if r[1] in EXACT_CATEGORIES]
     meaning = [r for r in rows if r[1] not in EXACT_CATEGORIES]

@@ -49,7 +49,7 @@ def format_uncertain(rows: list[dict[str, Any]]) -> str:
 
 
 def _labels_paths(results: dict[str, Any]) -> dict[str, str]:
-    """trace id -> its labels file, from the run's configured labels paths."""
+    """Each trace id -> its labels file, from the run's configured labels paths."""
     from compaction_eval.contracts.labels import load_labels
 
     out: dict[str, str] = {}
