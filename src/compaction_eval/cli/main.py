@@ -26,7 +26,8 @@ COMMANDS = (
     "compaction_eval.cli.corpus",  # lint, import, labels draft, corpus
     "compaction_eval.cli.gate",  # gate, baseline
     "compaction_eval.cli.tune",
-    "compaction_eval.cli.validation",
+    "compaction_eval.cli.validation",  # validate-matchers
+    "compaction_eval.cli.review",
 )
 
 

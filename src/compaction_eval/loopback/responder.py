@@ -5,8 +5,10 @@ A request is flattened to inspect chat messages and then to (conversation, instr
 answered by `models.summarise.summarise` within `max_tokens`. A request that offers tools
 and whose last user text has a line `CALL <tool> <json arguments>` is answered with that
 tool call; a request whose tools belong to a long-horizon world (the workspace tag in their
-descriptions) is answered by the offline scripted agent, `models.scripted`; a probe (a
-last user message with the probe marker of `standins.reader`) by the offline reader.
+descriptions) is answered by the offline scripted agent, `standins.scripted`; a probe (a
+last user message with the probe marker of `standins.reader`) by the offline reader. A request
+of the LLM judge (`recall.matching.judge`: its system prompt) is answered from a judge script
+when the server has one (`judge_answer`): scripted right, wrong, malformed or unquoted verdicts.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from inspect_ai.model import (
@@ -105,7 +108,34 @@ def _scripted(request: dict[str, Any]) -> tuple[str, list[ToolCall]] | None:
     return next_action(world, to_chat_messages(request), {t.name for t in tools})
 
 
-def answer(request: dict[str, Any], message_id: str) -> dict[str, Any]:
+JudgeScript = Callable[[str, list[dict[str, Any]]], str]
+"""(summary, facts as the judge prompt lists them: {"id", "category", "fact"}) -> the raw
+answer text, exactly as a model would return it (malformed on purpose if the script wants)."""
+
+_JUDGE_SYSTEM_HEAD = "You check which facts of an agent's conversation survived"
+_SUMMARY = re.compile(r"<summary>\n(.*)\n</summary>", re.DOTALL)
+_FACTS = re.compile(r"<facts>\n(.*)\n</facts>", re.DOTALL)
+
+
+def judge_request(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]] | None:
+    """(summary, facts) of an LLM judge request, None for any other request."""
+    if not _text(request.get("system")).startswith(_JUDGE_SYSTEM_HEAD):
+        return None
+    messages = request.get("messages") or []
+    prompt = _text(messages[-1].get("content")) if messages else ""
+    s, f = _SUMMARY.search(prompt), _FACTS.search(prompt)
+    if not s or not f:
+        return None
+    return s.group(1), [json.loads(line) for line in f.group(1).splitlines() if line.strip()]
+
+
+def judge_answer(request: dict[str, Any], script: JudgeScript) -> str | None:
+    """The scripted judge's answer text to `request`, None when it is not a judge request."""
+    asked = judge_request(request)
+    return None if asked is None else script(*asked)
+
+
+def answer(request: dict[str, Any], message_id: str, judge_script: JudgeScript | None = None) -> dict[str, Any]:
     """A complete Messages API answer (without usage input fields; the server adds them)."""
     budget = int(request.get("max_tokens") or 1024)
     content: list[dict[str, Any]]
@@ -114,7 +144,11 @@ def answer(request: dict[str, Any], message_id: str) -> dict[str, Any]:
     last = messages[-1] if messages else {}
     call = _CALL.search(_text(last.get("content"))) if last.get("role") == "user" else None
     scripted = _scripted(request) if tool_names and not call else None
-    if call and call.group(1) in tool_names:
+    judged = judge_answer(request, judge_script) if judge_script is not None and not tool_names else None
+    if judged is not None:
+        content = [{"type": "text", "text": judged}]
+        stop_reason, output_tokens = "end_turn", count_tokens(judged)
+    elif call and call.group(1) in tool_names:
         content = [{"type": "tool_use", "id": f"toolu_{message_id[4:]}", "name": call.group(1), "input": json.loads(call.group(2))}]
         stop_reason, output_tokens = "tool_use", count_tokens(call.group(0))
     elif scripted is not None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from compaction_eval.loopback.cache_model import PrefixCache, Usage
 from compaction_eval.loopback.faults import Fault, FaultPlan
-from compaction_eval.loopback.responder import answer, request_key
+from compaction_eval.loopback.responder import JudgeScript, answer, request_key
 from compaction_eval.loopback.sse import message_events
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
@@ -36,13 +36,17 @@ class LoopbackServer:
         faults: the fault plan (a new empty one by default); change it while running.
         cache: the prompt-cache model (min 1024 tokens by default).
         keep_bodies: keep every request body in `server.bodies` (to check what was sent).
+        judge_script: answers LLM judge requests (`responder.JudgeScript`); change it while
+            running. None: judge requests get the summariser's answer like any other.
 
     Use as a context manager, or `start()` / `stop()`.
     """
 
     def __init__(
-        self, port: int = 0, faults: FaultPlan | None = None, cache: PrefixCache | None = None, keep_bodies: bool = False
+        self, port: int = 0, faults: FaultPlan | None = None, cache: PrefixCache | None = None, keep_bodies: bool = False,
+        judge_script: JudgeScript | None = None,
     ) -> None:
+        self.judge_script = judge_script
         self.faults = faults or FaultPlan()
         self.cache = cache or PrefixCache()
         self.requests: list[dict[str, Any]] = []
@@ -108,7 +112,7 @@ class LoopbackServer:
     def respond(self, request: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         """A complete answer with usage from the cache model, and the function that stores
         its cache writes (call it once the answer has been sent)."""
-        message = answer(request, self.next_id("msg"))
+        message = answer(request, self.next_id("msg"), self.judge_script)
         usage, commit = self.cache.begin(request)
         message["usage"] = {
             "input_tokens": usage.input_tokens,

@@ -14,6 +14,14 @@ def _with_ci(values: list[float]) -> dict[str, Any]:
     return {"mean": mean(values), "ci": [lo, hi], "n": len(values)}
 
 
+def uncertain_count(sample: dict[str, Any]) -> int:
+    """A sample's uncertain fact verdicts (probability near 0.5): its `uncertain` field, or
+    counted from its facts for records written before the field existed."""
+    if "uncertain" in sample:
+        return int(sample["uncertain"])
+    return sum(1 for f in sample.get("facts", []) if f.get("uncertain"))
+
+
 def summarise_prompts(samples: list[dict[str, Any]], descriptions: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """One row per prompt: means over samples with 95% intervals (samples are resampled)."""
     by_prompt: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -46,6 +54,9 @@ def summarise_prompts(samples: list[dict[str, Any]], descriptions: dict[str, str
                 "context_recall_ci": context["ci"],
                 "recall_by_category": by_category,
                 "critical_lost": sum(len(s["critical_lost"]) for s in group),
+                # verdicts near the calibrated boundary: how far to trust the recall figure
+                "uncertain": sum(uncertain_count(s) for s in group),
+                "verdicts": sum(len(s.get("facts", [])) for s in group),
                 "distortions": sum(len(s["distortions"]) for s in group),
                 "avoid_present": sum(sum(1 for a in s["avoid"] if a["present"]) for s in group),
                 "compression": mean([s["compression"] for s in group]),

@@ -36,7 +36,7 @@ from compaction_eval.contracts.settings import (
 )
 from compaction_eval.corpus.load import load_corpus
 from compaction_eval.corpus.stats import corpus_stats
-from compaction_eval.recall.aggregate import summarise_prompts
+from compaction_eval.recall.aggregate import summarise_prompts, uncertain_count
 from compaction_eval.recall.stability import stability_summary
 
 # Providers that are deterministic stand-ins, not LLMs: their results say so everywhere.
@@ -111,6 +111,7 @@ def _sample_record(sample: Any) -> dict[str, Any]:
         "epoch": sample.epoch,
         "synthetic": meta["synthetic"],
         **detail,
+        "uncertain": uncertain_count(detail),
         "context_recall": score.value["context_recall"],
         "context": score.metadata["context_score"],
         "summary": compacted["summary"],

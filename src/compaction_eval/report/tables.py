@@ -33,7 +33,7 @@ def format_leaderboard(results: dict[str, Any]) -> str:
     cats = [c for c in CATEGORIES if any(c in p["recall_by_category"] for p in results["prompts"])]
     mixed = any(len(p.get("recall_by_origin", {})) > 1 for p in results["prompts"])
     origin_cols = ["synth", "real"] if mixed else []
-    header = ["prompt", "recall (95% CI)", *origin_cols, *[SHORT[c] for c in cats], "ctx", "prec", "crit.lost", "distort", "compr"]
+    header = ["prompt", "recall (95% CI)", "uncert", *origin_cols, *[SHORT[c] for c in cats], "ctx", "prec", "crit.lost", "distort", "compr"]
     rows = []
     for p in results["prompts"]:
         lo, hi = p["recall_ci"]
@@ -41,6 +41,7 @@ def format_leaderboard(results: dict[str, Any]) -> str:
             [
                 p["prompt"],
                 f"{100 * p['recall']:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]",
+                str(p["uncertain"]) if "uncertain" in p else "-",
                 *[_pct(p["recall_by_origin"][o]["mean"]) if o in p["recall_by_origin"] else "  -" for o in (("synthetic", "real") if mixed else ())],
                 *[_pct(p["recall_by_category"][c]["mean"]) if c in p["recall_by_category"] else "  -" for c in cats],
                 _pct(p["context_recall"]),
@@ -59,7 +60,8 @@ def format_leaderboard(results: dict[str, Any]) -> str:
         "",
         _grid(header, rows),
         "",
-        "recall/by category/ctx/prec in %; ctx = recall on the whole compacted context; "
+        "recall/by category/ctx/prec in %; uncert = fact verdicts near the calibrated boundary (n uncertain); "
+        "ctx = recall on the whole compacted context; "
         + ("synth/real = recall on synthetic / real traces; " if mixed else "")
         + "; ".join(f"{SHORT[c]}={c}" for c in cats),
     ]

@@ -7,7 +7,8 @@ independent, so resampling facts would give intervals that are too narrow.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -43,6 +44,50 @@ def bootstrap_mean_ci(
     alpha = (1 - level) / 2
     lo, hi = np.quantile(means, [alpha, 1 - alpha])
     return (float(lo), float(hi))
+
+
+def bootstrap_groups_ci(
+    groups: Sequence[Any],
+    statistic: Callable[[list[Any]], Sequence[float | None]],
+    *,
+    level: float = 0.95,
+    resamples: int = 1000,
+    seed: int = DEFAULT_SEED,
+) -> list[tuple[float, float] | None]:
+    """Percentile bootstrap intervals of one or more statistics of pooled groups.
+
+    Groups (e.g. all judged items of one trace) are resampled with replacement; `statistic`
+    gets the resampled groups, pooled (their items concatenated in resample order), and returns
+    one value per statistic (None where it is undefined on that resample, e.g. a kappa with
+    one class: such resamples are left out of that statistic's interval). Returns one
+    (lo, hi) per statistic, None when no resample defined it. Groups are sorted by their
+    repr first, so the interval does not depend on the order they arrived in.
+
+    >>> bootstrap_groups_ci([[1.0], [1.0]], lambda xs: [sum(xs) / len(xs)])
+    [(1.0, 1.0)]
+    """
+    ordered = sorted(groups, key=repr)
+    if not ordered:
+        return []
+    rng = np.random.default_rng(seed)
+    draws: list[list[float]] | None = None
+    for _ in range(resamples):
+        pick = rng.integers(0, len(ordered), size=len(ordered))
+        values = statistic([x for i in pick for x in ordered[i]])
+        if draws is None:
+            draws = [[] for _ in values]
+        for d, v in zip(draws, values, strict=True):
+            if v is not None and not math.isnan(v):
+                d.append(float(v))
+    alpha = (1 - level) / 2
+    out: list[tuple[float, float] | None] = []
+    for d in draws or []:
+        if not d:
+            out.append(None)
+            continue
+        lo, hi = np.quantile(np.asarray(d), [alpha, 1 - alpha])
+        out.append((float(lo), float(hi)))
+    return out
 
 
 def mean(values: Sequence[float]) -> float:

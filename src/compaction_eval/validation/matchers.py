@@ -42,7 +42,7 @@ from compaction_eval.contracts.labels import (
 )
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.traces import Trace
-from compaction_eval.recall.matching.literal import SummaryText, literal_match
+from compaction_eval.recall.matching.literal import SummaryText, literal_match, match_key_sets
 from compaction_eval.recall.matching.semantic import (
     CATEGORY_THRESHOLDS,
     KEEP_THRESHOLD,
@@ -101,13 +101,33 @@ class GoldSummary:
 
 @dataclass
 class GoldFile:
-    """The judgments on one trace's summaries."""
+    """The judgments on one trace's summaries.
+
+    `source` is the trace's source kind (synthetic, mini-swe-agent, claude-code,
+    gemini-cli, ...): the gold file's optional `source` field, else `source_kind`'s guess.
+    """
 
     trace: str
     split: str
     labels: Labels
     summaries: list[GoldSummary]
     path: Path
+    source: str = "unknown"
+
+
+def source_kind(trace: str, gold_path: Path) -> str:
+    """The source kind of `trace` when its gold file does not say: `synthetic` for the
+    generator's `synth-*` traces, else the folder of `shared/data/<kind>/` (beside the
+    repository or one of its parents) holding a file named after the trace, else `unknown`."""
+    if trace.startswith("synth-"):
+        return "synthetic"
+    for parent in gold_path.resolve().parents:
+        data = parent / "shared" / "data"
+        if data.is_dir():
+            for kind in sorted(d for d in data.iterdir() if d.is_dir()):
+                if any(kind.rglob(f"{trace}*")):
+                    return kind.name
+    return "unknown"
 
 
 def _resolve(base: Path, rel: str) -> Path | None:
@@ -173,9 +193,13 @@ def load_gold_file(path: Path) -> GoldFile:
         if ssplit_s not in SPLITS:
             bad(f"{place}.split", f"{ssplit_s!r} is not one of {SPLITS}")
         summaries.append(GoldSummary(sid, point, s.get("style"), text, facts, avoid, irrelevant, ssplit_s))
+    source = data.get("source")
+    if source is not None and not (isinstance(source, str) and source.strip()):
+        bad("source", f"expected a source kind such as mini-swe-agent, got {source!r}")
     if problems:
         raise ContractError(problems)
-    return GoldFile(labels.trace, split, labels, summaries, path)
+    return GoldFile(labels.trace, split, labels, summaries, path,
+                    source.strip() if isinstance(source, str) else source_kind(labels.trace, path))
 
 
 def _verdicts(raw: Any, words: dict[str, bool], place: str, bad) -> dict[str, tuple[bool, str]]:
@@ -232,6 +256,7 @@ class Item:
     reason: str
     predicted: dict[str, bool] = field(default_factory=dict)
     evidence: dict[str, str | None] = field(default_factory=dict)
+    source: str = "unknown"
 
 
 def _stub_trace(trace_id: str) -> Trace:
@@ -257,9 +282,12 @@ def collect_items(gold: Sequence[GoldFile], judged: dict[tuple[str, str], dict] 
             jverdicts = {v.id: v for v in jscore.facts} if jscore else {}
             for row, fact in enumerate(facts):
                 kept, reason = s.facts[fact.id]
-                item = Item("fact", gf.trace, s.id, s.style, s.split, fact.id, fact.category, kept, reason)
+                item = Item("fact", gf.trace, s.id, s.style, s.split, fact.id, fact.category, kept, reason,
+                            source=gf.source)
                 lit = literal_match(fact, text)
                 item.predicted["literal"], item.evidence["literal"] = lit.kept, lit.evidence
+                # the key-presence-only reference: all keys of some key set present = kept
+                item.predicted["keys"] = match_key_sets(text, fact.key_sets) is not None
                 item.predicted["semantic"] = _semantic_at(fact, row, index, None)
                 item.predicted["default"] = verdicts[fact.id].kept
                 item.evidence["default"] = verdicts[fact.id].note or verdicts[fact.id].evidence
@@ -275,13 +303,15 @@ def collect_items(gold: Sequence[GoldFile], judged: dict[tuple[str, str], dict] 
                 items.append(item)
             for a in score.avoid:
                 present, reason = s.avoid[a.id]
-                item = Item("avoid", gf.trace, s.id, s.style, s.split, a.id, a.reason, present, reason)
+                item = Item("avoid", gf.trace, s.id, s.style, s.split, a.id, a.reason, present, reason,
+                            source=gf.source)
                 item.predicted["default"], item.evidence["default"] = a.present, a.evidence
                 items.append(item)
             flags = relevant_unit_flags(text, index, facts)
             for u, (unit, flag) in enumerate(zip(text.units, flags)):
                 relevant = not any(sub in unit for sub in s.irrelevant)
-                item = Item("unit", gf.trace, s.id, s.style, s.split, f"unit-{u}", "unit", relevant, unit[:80])
+                item = Item("unit", gf.trace, s.id, s.style, s.split, f"unit-{u}", "unit", relevant, unit[:80],
+                            source=gf.source)
                 item.predicted["default"] = flag
                 items.append(item)
     return items
@@ -329,15 +359,18 @@ def agreement(gold: Sequence[bool], predicted: Sequence[bool]) -> dict[str, Any]
 
 
 def kappa(gold: Sequence[bool], predicted: Sequence[bool]) -> float | None:
-    """Cohen's κ of two boolean raters (the formula of scikit-learn's `cohen_kappa_score`,
-    without its overhead, for the threshold grid); None when undefined."""
-    n = len(gold)
-    if not n:
+    """Cohen's κ of two boolean raters (scikit-learn's `cohen_kappa_score`); None when
+    undefined (no items, or both raters constant)."""
+    from sklearn import config_context
+    from sklearn.metrics import cohen_kappa_score
+
+    y, p = [bool(x) for x in gold], [bool(x) for x in predicted]
+    if not y or len(set(y) | set(p)) < 2:
         return None
-    y, p = np.asarray(gold, dtype=bool), np.asarray(predicted, dtype=bool)
-    observed = float(np.mean(y == p))
-    expected = float(y.mean() * p.mean() + (1 - y.mean()) * (1 - p.mean()))
-    return None if expected == 1.0 else (observed - expected) / (1.0 - expected)
+    with warnings.catch_warnings(), config_context(skip_parameter_validation=True):
+        warnings.simplefilter("ignore")
+        k = float(cohen_kappa_score(y, p))
+    return None if math.isnan(k) else k
 
 
 def _table(items: Sequence[Item], matcher: str) -> dict[str, Any]:
@@ -410,7 +443,7 @@ def _model(model: Any) -> Any:
 def judge_gold(gold: Sequence[GoldFile], model: Any) -> dict[tuple[str, str], dict]:
     """The judge's verdicts (quote-checked) on every fact of every gold summary: one
     generate call per summary."""
-    from compaction_eval.recall.matching.judge import judge_facts
+    from compaction_eval.recall.matching.judge import JudgeOutputError, JudgeVerdict, judge_facts
 
     m = _model(model)
 
@@ -418,7 +451,13 @@ def judge_gold(gold: Sequence[GoldFile], model: Any) -> dict[tuple[str, str], di
         out = {}
         for gf in gold:
             for s in gf.summaries:
-                out[(gf.trace, s.id)] = await judge_facts(m, s.text, gf.labels.expected(s.point))
+                facts = gf.labels.expected(s.point)
+                try:
+                    out[(gf.trace, s.id)] = await judge_facts(m, s.text, facts)
+                except JudgeOutputError as exc:
+                    # an unreadable answer keeps nothing (and counts against the judge's kappa)
+                    note = f"malformed judge answer: {str(exc)[:120]}"
+                    out[(gf.trace, s.id)] = {f.id: JudgeVerdict(kept=False, quote="", reason=note) for f in facts}
         return out
 
     return asyncio.run(run())
@@ -476,7 +515,6 @@ def run_controls(controls: Sequence[Control]) -> dict[str, Any]:
     """Feed each control's wrong answer to the judge through a scripted model and score the
     fact with it (the quote check and the key check both apply)."""
     from compaction_eval.recall.matching.judge import judge_facts
-    from compaction_eval.recall.matching.literal import match_key_sets
 
     model = scripted_model([c.answer for c in controls])
 
@@ -499,12 +537,14 @@ def run_controls(controls: Sequence[Control]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- the whole run
 
 
-def validate(gold_dir: Path | str, model: Any = None) -> dict[str, Any]:
+def validate(gold_dir: Path | str, model: Any = None, *, out: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run every matcher over the gold set in `gold_dir`; the JSON-ready result.
 
     Args:
         gold_dir: a directory of gold files (labels/gold).
         model: an inspect model name or Model for the LLM judge; None runs offline only.
+        out: when given, receives the loaded `gold` and the judged `items` (for the headline,
+            `validation.headline`, without scoring everything twice).
     """
     from compaction_eval.contracts.paths import resolve_input
 
@@ -512,6 +552,8 @@ def validate(gold_dir: Path | str, model: Any = None) -> dict[str, Any]:
     gold = load_gold(gold_dir)
     judged = judge_gold(gold, model) if model is not None else None
     items = collect_items(gold, judged)
+    if out is not None:
+        out.update(gold=gold, items=items)
     facts = [i for i in items if i.kind == "fact"]
     matchers = ["literal", "semantic", "default"] + (["judge", "default+judge"] if judged else [])
     result: dict[str, Any] = {

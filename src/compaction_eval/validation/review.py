@@ -1,0 +1,184 @@
+"""Review a run's uncertain verdicts and turn a person's judgments into gold.
+
+`uncertain_verdicts(results)` lists every fact verdict marked `uncertain` (calibrated
+probability near 0.5) with the units that matter. `review_file(results)` writes them, per
+summary, as an editable YAML file (`compaction-eval/review@1`): every fact expected in that
+summary is listed, the uncertain ones with `judgment: null` to fill in; the others carry the
+scorer's verdict as `judgment` **marked `from: scorer`**, to be checked (a person who changes
+one sets `from: human`). `apply_review(review, gold_file)` reads it back and appends the
+summaries to a gold file in the `labels/gold` format (`split: tune`: a user's own data is
+for fitting), refusing a file with an uncertain fact left unjudged. `refit(gold_dir, out)`
+refits the calibration into a file the user names, never the packaged one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from compaction_eval.contracts.problems import ContractError, Problem
+
+REVIEW_SCHEMA = "compaction-eval/review@1"
+_WORDS = {"kept": True, "lost": False}
+
+
+def uncertain_verdicts(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every uncertain fact verdict of a run: sample, fact, units, verdict, probability."""
+    out = []
+    for s in results.get("samples", []):
+        for f in s.get("facts", []):
+            if f.get("uncertain"):
+                out.append({"trace": s["trace"], "point": s["point"], "prompt": s["prompt"], "epoch": s.get("epoch", 1),
+                            "fact": f["id"], "category": f["category"], "verdict": "kept" if f["kept"] else "lost",
+                            "probability": f.get("probability"), "units": [u for u in (f.get("evidence"), f.get("note")) if u]})
+    return out
+
+
+def format_uncertain(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "no uncertain verdicts in this run"
+    lines = [f"{len(rows)} uncertain verdicts (probability near 0.5):"]
+    for r in rows:
+        p = "-" if r["probability"] is None else f"{r['probability']:.2f}"
+        lines.append(f"  {r['trace']}@{r['point']} {r['prompt']}: {r['fact']} ({r['category']}) {r['verdict']} p={p}")
+        for u in r["units"]:
+            lines.append(f"      | {u[:160]}")
+    return "\n".join(lines)
+
+
+def _labels_paths(results: dict[str, Any]) -> dict[str, str]:
+    """Each trace id -> its labels file, from the run's configured labels paths."""
+    from compaction_eval.contracts.labels import load_labels
+
+    out: dict[str, str] = {}
+    for entry in (results.get("config") or {}).get("labels") or []:
+        p = Path(entry)
+        for f in sorted(p.rglob("*.yaml")) if p.is_dir() else [p]:
+            try:
+                out.setdefault(load_labels(f).trace, str(f.resolve()))
+            except (ContractError, OSError, ValueError, KeyError, TypeError):
+                continue
+    return out
+
+
+def review_file(results: dict[str, Any]) -> dict[str, Any]:
+    """The editable review document: one entry per sample with an uncertain verdict."""
+    labels = _labels_paths(results)
+    entries = []
+    for s in results.get("samples", []):
+        if not any(f.get("uncertain") for f in s.get("facts", [])):
+            continue
+        facts = []
+        for f in s["facts"]:
+            row = {"id": f["id"], "category": f["category"], "scorer": "kept" if f["kept"] else "lost",
+                   "probability": f.get("probability"), "units": [u for u in (f.get("evidence"), f.get("note")) if u]}
+            if f.get("uncertain"):
+                row |= {"uncertain": True, "judgment": None, "reason": ""}
+            else:
+                row |= {"judgment": row["scorer"], "from": "scorer", "reason": "scorer verdict, not uncertain: check it"}
+            facts.append(row)
+        entries.append({
+            "id": f"review-{s['prompt']}-{s['trace']}-{s['point']}-e{s.get('epoch', 1)}",
+            "trace": s["trace"], "labels": labels.get(s["trace"]), "point": s["point"], "prompt": s["prompt"],
+            "style": "extractive" if results.get("offline_stand_in") else "thorough",
+            "text": s["summary"], "facts": facts,
+            "avoid": {a["id"]: ["present" if a["present"] else "absent", "scorer verdict: check it"] for a in s.get("avoid", [])},
+        })
+    return {"schema": REVIEW_SCHEMA, "run": results.get("run"),
+            "how": "fill every `judgment: null` with kept or lost and a one-line reason; change any other judgment you "
+                   "disagree with (and set from: human); then run: compaction-eval review RUN --apply THIS_FILE --gold FILE",
+            "summaries": entries}
+
+
+def write_review(results: dict[str, Any], path: Path) -> int:
+    import os
+    import tempfile
+
+    doc = review_file(results)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        yaml.safe_dump(doc, fh, sort_keys=False, allow_unicode=True, width=120)
+    os.replace(tmp, path)
+    return len(doc["summaries"])
+
+
+def apply_review(review_path: Path, gold_path: Path) -> int:
+    """Append the reviewed summaries to `gold_path` (created if missing) in the gold format;
+    returns the number of summaries added. Checks everything before writing anything."""
+    from compaction_eval.validation.matchers import SCHEMA, load_gold_file
+
+    where = str(review_path)
+    try:
+        doc = yaml.safe_load(review_path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ContractError([Problem(where, "", f"cannot read the review file: {str(exc).splitlines()[0]}")]) from None
+    if not isinstance(doc, dict) or doc.get("schema") != REVIEW_SCHEMA:
+        raise ContractError([Problem(where, "schema", f"expected schema: {REVIEW_SCHEMA}")])
+    problems: list[Problem] = []
+    entries = doc.get("summaries") or []
+    if not entries:
+        raise ContractError([Problem(where, "summaries", "nothing to apply")])
+    traces = {e.get("trace") for e in entries}
+    existing = yaml.safe_load(gold_path.read_text(encoding="utf-8")) if gold_path.is_file() else None
+    if existing is not None:
+        traces.add(existing.get("trace"))
+    if len(traces) != 1:
+        raise ContractError([Problem(where, "summaries", f"a gold file holds one trace; the review and {gold_path} name {sorted(map(str, traces))}: use one gold file per trace")])
+    new = []
+    for i, e in enumerate(entries):
+        facts = {}
+        for j, f in enumerate(e.get("facts") or []):
+            j_word, reason = f.get("judgment"), str(f.get("reason") or "").strip()
+            if j_word not in _WORDS:
+                problems.append(Problem(where, f"summaries[{i}].facts[{j}] ({f.get('id')})", f"judgment must be kept or lost, got {j_word!r}"))
+                continue
+            if f.get("uncertain") and not reason:
+                problems.append(Problem(where, f"summaries[{i}].facts[{j}] ({f.get('id')})", "a one-line reason is required"))
+            facts[str(f["id"])] = [j_word, reason or "judged in review"]
+        new.append({"id": str(e["id"]), "point": e["point"], "style": e.get("style", "thorough"), "split": "tune",
+                    "text": e["text"], "facts": facts, "avoid": e.get("avoid") or {}, "irrelevant": []})
+    if problems:
+        raise ContractError(problems)
+    first = entries[0]
+    if existing is None:
+        if not first.get("labels"):
+            raise ContractError([Problem(where, "summaries[0].labels", "the labels file of the trace is unknown: fill it in")])
+        existing = {"schema": SCHEMA, "trace": first["trace"], "labels": first["labels"], "judged_by": "human (review)",
+                    "split": "tune", "summaries": []}
+    ids = {s["id"] for s in existing.get("summaries") or []}
+    dup = [s["id"] for s in new if s["id"] in ids]
+    if dup:
+        raise ContractError([Problem(str(gold_path), "summaries", f"already holds {dup}")])
+    existing["summaries"] = list(existing.get("summaries") or []) + new
+    # write to a temp file beside, check it loads as gold, then replace: no partial gold file
+    import os
+    import tempfile
+
+    gold_path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{gold_path.stem}.", suffix=".yaml", dir=gold_path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            yaml.safe_dump(existing, fh, sort_keys=False, allow_unicode=True, width=120)
+        load_gold_file(Path(tmp))
+        os.replace(tmp, gold_path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return len(new)
+
+
+def refit(gold_dir: Path, out: Path) -> dict[str, Any]:
+    """Refit the calibration on `gold_dir`'s tune part into `out` (never the packaged file)."""
+    from compaction_eval.recall.matching.calibrated import MODEL_PATH
+    from compaction_eval.validation import refit as r
+    from compaction_eval.validation.matchers import load_gold
+
+    if out.resolve() == MODEL_PATH.resolve():
+        raise ContractError([Problem(str(out), "--refit", "refusing to overwrite the packaged calibration: name another file")])
+    cal = r.fit(r.rows(load_gold(gold_dir)))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    r.write(cal, out)
+    return cal.to_json()["trained_on"]

@@ -1,0 +1,77 @@
+"""`compaction-eval review`: uncertain verdicts of a run (scored from a real gold summary)
+-> editable file -> a person's judgments appended to a gold file -> refit elsewhere."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from compaction_eval.contracts.problems import ContractError
+from compaction_eval.contracts.runfiles import SCHEMA as RESULTS_SCHEMA
+from compaction_eval.contracts.traces import Trace
+from compaction_eval.recall.scoring import score_summary
+from compaction_eval.validation.matchers import load_gold, load_gold_file
+from conftest import ROOT
+
+
+def _run(tmp_path: Path) -> Path:
+    """A run dir whose one sample is a committed gold summary with uncertain verdicts."""
+    for gf in load_gold(ROOT / "labels" / "gold"):
+        for s in gf.summaries:
+            score = score_summary(s.text, gf.labels, Trace(id=gf.trace, messages=[]), s.point)
+            if any(f.uncertain for f in score.facts):
+                run = tmp_path / "run"
+                run.mkdir()
+                sample = {"trace": gf.trace, "point": s.point, "prompt": "handoff", "epoch": 1, "summary": s.text,
+                          **score.to_json()}
+                (run / "results.json").write_text(json.dumps({
+                    "schema": RESULTS_SCHEMA, "run": "r", "offline_stand_in": False,
+                    "config": {"labels": [str(gf.labels.path)]}, "samples": [sample]}))
+                return run
+    raise AssertionError("no gold summary has an uncertain verdict")
+
+
+def _cli(*argv: str) -> int:
+    from compaction_eval.cli.review import register
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(["review", *argv])
+    return args.func(args)
+
+
+def test_review_round_trip_appends_gold_and_refits_elsewhere(tmp_path, capsys):
+    run = _run(tmp_path)
+    assert _cli(str(run)) == 0
+    assert "uncertain verdicts" in capsys.readouterr().out
+    doc = yaml.safe_load((run / "review.yaml").read_text())
+    facts = doc["summaries"][0]["facts"]
+    open_ = [f for f in facts if f.get("uncertain")]
+    assert open_ and all(f["judgment"] is None for f in open_)
+    assert all(f["from"] == "scorer" for f in facts if not f.get("uncertain"))  # marked, not passed off as human
+
+    gold = tmp_path / "gold" / "mine.yaml"
+    with pytest.raises(ContractError, match="judgment must be kept or lost"):  # unjudged: refused, nothing written
+        _cli(str(run), "--apply", str(run / "review.yaml"), "--gold", str(gold))
+    assert not gold.exists()
+
+    for f in open_:
+        f["judgment"], f["reason"] = "kept", "I can act on it"
+    (run / "review.yaml").write_text(yaml.safe_dump(doc))
+    assert _cli(str(run), "--apply", str(run / "review.yaml"), "--gold", str(gold)) == 0
+    gf = load_gold_file(gold)
+    assert gf.split == "tune" and all(s.split == "tune" for s in gf.summaries)
+    assert all(gf.summaries[0].facts[f["id"]][0] for f in open_)
+    with pytest.raises(ContractError, match="already holds"):  # applying twice does not duplicate
+        _cli(str(run), "--apply", str(run / "review.yaml"), "--gold", str(gold))
+
+    from compaction_eval.recall.matching.calibrated import MODEL_PATH
+
+    with pytest.raises(ContractError, match="packaged calibration"):
+        _cli(str(run), "--apply", str(run / "review.yaml"), "--gold", str(tmp_path / "gold" / "other.yaml"),
+             "--refit", str(MODEL_PATH))
+    assert not (tmp_path / "gold" / "other.yaml").exists()
