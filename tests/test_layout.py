@@ -28,6 +28,7 @@ STAGES = {
     "report": 7,
     "cli": 8,
     "api": 8,
+    "inspect_registry": 8,
     "__init__": 9,
     "__main__": 9,
 }

@@ -28,8 +28,8 @@ from compaction_eval.contracts.traces import Trace, fold
 from compaction_eval.horizon.agent import _compact_if_needed
 from compaction_eval.horizon.cost import simulate_cache, uncached_cost
 from compaction_eval.horizon.ledger import Ledger
-from compaction_eval.horizon.policies.resolve import PolicySpec, make_policy
 from compaction_eval.horizon.policies.notes import NotesBook
+from compaction_eval.horizon.policies.resolve import PolicySpec, make_policy
 from compaction_eval.horizon.prices import PriceTable
 from compaction_eval.recall.scoring import score_summary
 from compaction_eval.replay.common import (
