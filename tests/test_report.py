@@ -32,7 +32,8 @@ from PIL import Image, ImageStat
 from compaction_eval.contracts.runfiles import read_results, write_json_atomic
 from compaction_eval.gate.compare import compare_dirs
 from compaction_eval.recall.run import RecallConfig, run_recall
-from compaction_eval.report import plots, render_report
+from compaction_eval.report import plots
+from compaction_eval.report.render import render_report
 from compaction_eval.report.drilldown import (
     Mark,
     highlight_summary,

@@ -77,7 +77,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if code == 0 and not args.skip_replay:
         code = _small_replay(args)
     if code == 0:
-        from compaction_eval.report import render_report
+        from compaction_eval.report.render import render_report
 
         print(f"report: {render_report(run_dir(args))}")
     return code

@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from compaction_eval.report import render_report
+    from compaction_eval.report.render import render_report
 
     path = render_report(
         Path(args.results_dir),

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import datasets
+from typing import TYPE_CHECKING
 
 from compaction_eval.contracts.labels import Labels, lint_against_trace, load_labels
 from compaction_eval.contracts.paths import resolve_input
@@ -19,6 +18,9 @@ from compaction_eval.contracts.traces import (
     trace_from_json,
     validate_trace,
 )
+
+if TYPE_CHECKING:  # datasets takes a second to import: only `to_dataset` needs it
+    import datasets
 
 
 def _files(paths: Iterable[Path], keep, scanned: set[Path] | None = None) -> list[Path]:
@@ -102,7 +104,7 @@ class Corpus:
         """(trace id, point) for every labelled point, in a stable order."""
         return [(tid, at) for tid in sorted(self.labels) for at in self.labels[tid].points]
 
-    def to_dataset(self) -> datasets.Dataset:
+    def to_dataset(self) -> "datasets.Dataset":
         """One row per sample (trace x point) with where its files live."""
         rows = [
             {
@@ -116,6 +118,8 @@ class Corpus:
             }
             for tid, at in self.samples()
         ]
+        import datasets
+
         return datasets.Dataset.from_list(rows)
 
 

@@ -1,5 +1,5 @@
-"""The HTML report: one self-contained file per run (see `render.render_report`)."""
+"""What people read: the HTML report (`render.render_report`), terminal tables (`tables`),
+and the gate's CI outputs. Nothing here computes a number the flow computed upstream.
 
-from compaction_eval.report.render import render_report
-
-__all__ = ["render_report"]
+The package itself imports nothing: the terminal tables must not pay for matplotlib.
+"""

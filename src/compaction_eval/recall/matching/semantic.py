@@ -52,7 +52,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from compaction_eval.contracts.labels import Fact
 from compaction_eval.recall.matching.literal import (
@@ -61,6 +60,7 @@ from compaction_eval.recall.matching.literal import (
     match_key_sets,
 )
 from compaction_eval.recall.matching.normalize import (
+    english_stop_words,
     is_plain_word,
     normalize,
     number_tokens,
@@ -93,7 +93,7 @@ has_listeners check, then re-run the tests") is a vaguer step (gold set, labels/
 OUTCOME_CATEGORIES = frozenset({"decision", "attempt"})
 
 # Negation words stay (they matter); "not", "no" etc. are handled by the polarity check.
-_STOP = frozenset(ENGLISH_STOP_WORDS) - {"not", "no", "never", "nor", "none", "nothing", "without", "cannot"}
+_STOP = english_stop_words() - {"not", "no", "never", "nor", "none", "nothing", "without", "cannot"}
 _TOKEN = re.compile(r"[a-z0-9_][\w./\-]*\w(?:'[a-z]+)?|[a-z0-9_](?:'[a-z]+)?|[,;:!?()]|\.(?=\s|$)")
 _CLAUSE_BREAK = frozenset({",", ";", ":", "!", "?", ".", "(", ")", "but", "however", "although", "though", "while", "whereas"})
 _NEG_PRE = frozenset(
