@@ -37,6 +37,8 @@ from compaction_eval.contracts.settings import (
 from compaction_eval.corpus.load import load_corpus
 from compaction_eval.corpus.stats import corpus_stats
 from compaction_eval.recall.aggregate import summarise_prompts, uncertain_count
+from compaction_eval.recall.scorer import VERDICTS_KEY
+from compaction_eval.recall.solver import STORE_KEY
 from compaction_eval.recall.stability import stability_summary
 
 # Providers that are deterministic stand-ins, not LLMs: their results say so everywhere.
@@ -101,8 +103,9 @@ def git_commit() -> str | None:
 
 def _sample_record(sample: Any) -> dict[str, Any]:
     score = next(iter(sample.scores.values()))
-    detail = score.metadata["summary_score"]
-    compacted = score.metadata["compacted"]
+    verdicts = sample.store[VERDICTS_KEY]
+    detail = verdicts["summary_score"]
+    compacted = sample.store[STORE_KEY]
     meta = sample.metadata
     return {
         "trace": meta["trace"],
@@ -113,7 +116,7 @@ def _sample_record(sample: Any) -> dict[str, Any]:
         **detail,
         "uncertain": uncertain_count(detail),
         "context_recall": score.value["context_recall"],
-        "context": score.metadata["context_score"],
+        "context": verdicts["context_score"],
         "summary": compacted["summary"],
         "summary_tokens": compacted["summary_tokens"],
         "raw_summary_tokens": compacted["raw_summary_tokens"],

@@ -18,6 +18,7 @@ METRICS = ("recall", "precision", "context_recall", "compression", "critical_los
 # Pooled over prompts, a mean says nothing about any one prompt (0.58 for prompts at 0.90
 # and 0.27): the per-prompt metrics are what `inspect view` shows as the leaderboard.
 BY_PROMPT = ("recall", "context_recall", "precision")
+VERDICTS_KEY = "verdicts"
 
 
 def _metrics() -> dict[str, list]:
@@ -75,6 +76,16 @@ def fact_recall(judge_model: str | None = None) -> Scorer:
         detail = on_summary.to_json()
         detail["tail_only_facts"] = sorted({f.id for f in labels.expected(at)} - {f.id for f in in_scope.expected(at)})
         compression = compacted["span_tokens"] / max(compacted["summary_tokens"], 1)
+        # The verdicts go to the sample's store, not Score.metadata: inspect deep-copies every
+        # Score once per metric when it aggregates, and the verdicts are most of a sample.
+        state.store.set(VERDICTS_KEY, {
+            "summary_score": detail,
+            "context_score": {
+                "recall": on_context.recall,
+                "recall_by_category": on_context.recall_by_category,
+                "facts": [{"id": f.id, "kept": f.kept} for f in on_context.facts],
+            },
+        })
         return Score(
             value={
                 "recall": on_summary.recall,
@@ -86,15 +97,6 @@ def fact_recall(judge_model: str | None = None) -> Scorer:
             },
             answer=summary,
             explanation=explain(on_summary, in_scope),
-            metadata={
-                "summary_score": detail,
-                "context_score": {
-                    "recall": on_context.recall,
-                    "recall_by_category": on_context.recall_by_category,
-                    "facts": [{"id": f.id, "kept": f.kept} for f in on_context.facts],
-                },
-                "compacted": {k: v for k, v in compacted.items() if k not in ("context",)},
-            },
         )
 
     return score
