@@ -19,7 +19,6 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolCall, ToolInfo, ToolParams
 from inspect_ai.util import JSONSchema
 
-from compaction_eval.compaction.cache import OFFLINE_PROVIDERS
 from compaction_eval.compaction.render import to_chat_messages
 from compaction_eval.contracts.traces import Trace
 
@@ -32,11 +31,6 @@ TEXT_BASH_TOOL = ToolInfo(
     description="Run a bash command (the recorded agent wrote it as a fenced block; replayed as a tool call).",
     parameters=ToolParams(properties={"command": JSONSchema(type="string", description="the command")}, required=["command"]),
 )
-
-
-def is_offline(model: str) -> bool:
-    """A deterministic stand-in (not an LLM): results say so wherever they appear."""
-    return str(model).startswith(OFFLINE_PROVIDERS)
 
 
 def open_model(name: str, *, max_retries: int = 4, timeout: int = 120, model_args: dict[str, Any] | None = None) -> Model:

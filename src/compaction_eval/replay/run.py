@@ -69,23 +69,23 @@ class ReplayRunConfig:
 
     @property
     def reader_model(self) -> str:
-        from compaction_eval.replay.common import is_offline
+        from compaction_eval.contracts.settings import is_stand_in
 
-        return self.reader or ("reader/default" if is_offline(self.model) else self.model)
+        return self.reader or ("reader/default" if is_stand_in(self.model) else self.model)
 
 
 def _header(mode: str, config: ReplayRunConfig, corpus: Any) -> dict[str, Any]:
-    from compaction_eval.replay.common import is_offline
+    from compaction_eval.contracts.settings import is_stand_in
 
     models = [config.model] + ([config.reader_model] if mode == "probes" else [])
-    offline = all(is_offline(m) for m in models)
+    offline = all(is_stand_in(m) for m in models)
     return {
         "schema": SCHEMAS[mode],
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "model": config.model,
         **({"reader": config.reader_model} if mode == "probes" else {}),
         "offline_stand_in": offline,
-        "stand_in_note": STAND_IN_NOTE if any(is_offline(m) for m in models) else None,
+        "stand_in_note": STAND_IN_NOTE if any(is_stand_in(m) for m in models) else None,
         "traces": sorted(corpus.labels),
         "synthetic_traces": sorted(t for t, lab in corpus.labels.items() if lab.labelled_by == "generator"),
     }
