@@ -474,13 +474,14 @@ def test_fixtures_real_lint_clean(source):
     assert problems == [] and skipped == [] and count == len(list((REAL / source).glob("*.json.gz")))
 
 
-def test_real_labels_lint_against_the_shipped_mini_swe_agent_traces():
+def test_every_real_label_file_lints_against_its_shipped_trace():
     labels = sorted((ROOT / "labels" / "real").glob("*.yaml"))
+    shipped = {p.name.removesuffix(".json.gz"): p for p in REAL.glob("*/*.json.gz")}
     assert labels
     for path in labels:
         lab = load_labels(path)
-        trace = load_trace(REAL / "mini-swe-agent" / f"{lab.trace}.json.gz")
-        assert lint_against_trace(lab, trace) == []
+        assert lab.trace in shipped, f"{path.name}: no shipped trace {lab.trace}"
+        assert lint_against_trace(lab, load_trace(shipped[lab.trace])) == [], path.name
 
 
 # ------------------------------------------------------------------ fixtures/real against the data

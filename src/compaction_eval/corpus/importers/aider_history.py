@@ -38,7 +38,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from compaction_eval.corpus.importers.common import fail, finish, safe_id
+from compaction_eval.corpus.importers.common import fail, finish, read_text, safe_id
 
 NAME = "aider-llm-history"
 _HEADER = re.compile(r"^(TO LLM|LLM RESPONSE) (\S+)\s*$")
@@ -163,12 +163,7 @@ def _context_flags(prompt: list[dict[str, Any]]) -> list[bool]:
 def convert_file(path: Path) -> list[dict[str, Any]]:
     """One trace: the conversation rebuilt from every call of the log."""
     where = str(path)
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        fail(where, "", f"cannot read: {exc.strerror or exc}")
-    except UnicodeDecodeError as exc:
-        fail(where, f"byte {exc.start}", "not UTF-8 text")
+    text = read_text(path)
     calls = parse_calls(text, where)
     messages: list[dict[str, Any]] = []
     systems: list[dict[str, Any]] = []

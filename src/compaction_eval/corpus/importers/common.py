@@ -20,6 +20,16 @@ def fail(where: str, place: str, message: str) -> NoReturn:
     raise ContractError([Problem(where, place, message)])
 
 
+def read_text(path: Path) -> str:
+    """A source file as UTF-8 text; a located error when it cannot be read or is not text."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        fail(str(path), "", f"cannot read: {exc.strerror or exc}")
+    except UnicodeDecodeError as exc:
+        fail(str(path), f"byte {exc.start}", "not UTF-8 text")
+
+
 def warn(where: str, place: str, message: str) -> None:
     """Report something an importer left out or repaired, as `<file>: <place>: <message>`.
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from compaction_eval.contracts.traces import block_text
-from compaction_eval.corpus.importers.common import fail, file_stem, finish, safe_id, unique_id
+from compaction_eval.corpus.importers.common import fail, file_stem, finish, read_text, safe_id, unique_id
 from compaction_eval.corpus.importers.openai_chat import _arguments, _tools
 
 NAME = "openhands-output"
@@ -228,12 +228,7 @@ def sniff(path: Path) -> bool:
 def convert_file(path: Path) -> list[dict[str, Any]]:
     """One trace per line of an evaluation output file."""
     where = str(path)
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        fail(where, "", f"cannot read: {exc.strerror or exc}")
-    except UnicodeDecodeError as exc:
-        fail(where, f"byte {exc.start}", "not UTF-8 text")
+    text = read_text(path)
     traces = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():

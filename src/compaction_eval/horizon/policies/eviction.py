@@ -94,6 +94,7 @@ class TieredEviction(CompactionStrategy):
                 if total <= limit:
                     return out
                 m = out[i]
+                assert isinstance(m, ChatMessageTool)  # `results` indexes tool messages only
                 function, args = calls.get(m.tool_call_id or "", (m.function or "tool", {}))
                 tokens = message_tokens(m)
                 out[i] = ChatMessageTool(
@@ -117,7 +118,7 @@ def _rank(messages: list[ChatMessage], results: list[int], protected: set[int], 
     """Eviction candidates by tier, oldest first; each result lands in its first tier."""
     tiers: dict[str, list[int]] = {t: [] for t in TIERS}
     tiers["recent"] = sorted(protected)[:-1]
-    signature = {i: calls.get(messages[i].tool_call_id or "", ("", {})) for i in results}
+    signature = {i: calls.get(getattr(messages[i], "tool_call_id", None) or "", ("", {})) for i in results}
     for n, i in enumerate(results):
         if i in protected:
             continue

@@ -43,15 +43,15 @@ def make(index: int, size: str, lines: int, window: int) -> World:
 
     tables: dict[str, str] = {}
     totals: dict[int, dict[str, int]] = {}
-    for q in range(1, 5):
+    for quarter in range(1, 5):
         rows = ["| quarter | region | product | revenue |", "|---|---|---|---|"]
-        totals[q] = {}
+        totals[quarter] = {}
         for r in REGIONS:
             values = [rng.randrange(1_000, 90_000) for _ in products]
-            rows += [f"| {YEAR}-Q{q} | {r} | {p} | {v} |" for p, v in zip(products, values)]
-            totals[q][r] = sum(values)
-            rows.append(f"| {YEAR}-Q{q} | {r} | TOTAL | {totals[q][r]} |")
-        tables[_sales_sql(q)] = "\n".join(rows) + f"\n({len(rows) - 2} rows)"
+            rows += [f"| {YEAR}-Q{quarter} | {r} | {p} | {v} |" for p, v in zip(products, values)]
+            totals[quarter][r] = sum(values)
+            rows.append(f"| {YEAR}-Q{quarter} | {r} | TOTAL | {totals[quarter][r]} |")
+        tables[_sales_sql(quarter)] = "\n".join(rows) + f"\n({len(rows) - 2} rows)"
     refund_rows = ["| quarter | region | reason | amount |", "|---|---|---|---|"]
     refunds: dict[str, int] = {}
     for r in REGIONS:
