@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from compaction_eval.cli.common import DISPLAYS, run_dir
+from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.settings import (
     DEFAULT_AGENT,
     DEFAULT_HORIZON_BUDGET,
@@ -39,20 +40,23 @@ def add_horizon_args(p: argparse.ArgumentParser, *, in_run: bool = False) -> Non
         p.add_argument("--out", default="results", help="parent directory of run directories (default: results)")
         p.add_argument("--run", help="run name (default: a timestamp)")
         p.add_argument("--display", default="plain", choices=DISPLAYS)
-    p.add_argument("--prices", help="JSON price table {model: {input, output, ...}} (USD per Mtok)")
-    p.add_argument("--price-model", help="entry of the price table to use (default: matched from the agent model)")
+    p.add_argument("--prices", help="JSON price table {provider/model: {input, output, ...}} (USD per Mtok) replacing the built-in one")
+    p.add_argument("--price-model", help="price table entry to price the agent as (default: matched from the agent model; offline "
+                                         "stand-ins: anthropic/claude-sonnet-4-5; a model not in the table: cost unknown)")
     p.add_argument("--max-samples", type=int, help="concurrent samples per task")
     p.add_argument("--skip-horizon", action="store_true", help=argparse.SUPPRESS if not in_run else "run only the fact-recall suite")
 
 
 def horizon_config(args: argparse.Namespace, *, in_run: bool = False):
     """The suite's configuration; inside `run` the compactor is run's `--model`."""
-    from compaction_eval.horizon.prices import PRICES, load_prices
+    from compaction_eval.horizon.prices import PRICES, load_prices, resolve_price
     from compaction_eval.horizon.runner import HorizonConfig
 
     prices = load_prices(args.prices) if args.prices else dict(PRICES)
-    if args.price_model and args.price_model not in prices:
-        raise ValueError(f"--price-model {args.price_model!r} is not in the price table ({', '.join(prices)})")
+    try:  # before anything runs: a --price-model the table does not price is bad input
+        resolve_price(args.agent, prices, args.price_model)
+    except ValueError as exc:
+        raise ContractError([Problem("--price-model", "", str(exc).removeprefix(f"--price-model {args.price_model!r} "))]) from None
     return HorizonConfig(
         configs=list(args.configs),
         worlds=args.worlds,

@@ -24,7 +24,7 @@ from compaction_eval.contracts.settings import (
 from compaction_eval.horizon.ablation import cache_ablation
 from compaction_eval.horizon.measure import config_summary, sample_record
 from compaction_eval.horizon.policies.registry import ALL_CONFIGS
-from compaction_eval.horizon.prices import PRICES, PriceTable, price_for
+from compaction_eval.horizon.prices import PRICES, PriceTable, resolve_price
 from compaction_eval.horizon.worlds import world_ids
 
 SCHEMA = "compaction-eval/horizon@1"
@@ -47,7 +47,9 @@ class HorizonConfig:
         model: the agent model.
         compactor: model of the `compactor` role (summaries of `full` and `inspect-summary`).
         prompt, prompts_dir, budget, output_reserve: see tasks.long_horizon.
-        prices: price table; price_model: its entry (default: matched from `model`).
+        prices: price table; price_model: its entry (default: matched from `model`; offline
+            stand-ins are priced as the reference model; a model the table does not price
+            has cost None, "unknown").
         seconds_per_request: simulated time between requests for the cache TTL.
         display: inspect display; max_samples: concurrent samples per task.
     """
@@ -108,7 +110,8 @@ def _run_into(config: HorizonConfig, directory: Path, final: Path) -> dict[str, 
     failed = [f"{log.eval.task}: {log.status} ({log.error.message if log.error else 'no error message'})" for log in logs if log.status != "success"]
     if failed:
         raise HorizonFailed("long-horizon task(s) did not finish: " + "; ".join(failed))
-    price_name, price = (config.price_model, config.prices[config.price_model]) if config.price_model else price_for(config.model, config.prices)
+    pricing = resolve_price(config.model, config.prices, config.price_model)
+    price = pricing.price
     summaries = []
     for name, log in zip(config.configs, logs):
         samples = [sample_record(s, price, seconds_per_request=config.seconds_per_request) for s in log.samples or []]
@@ -129,10 +132,7 @@ def _run_into(config: HorizonConfig, directory: Path, final: Path) -> dict[str, 
         "worlds": ids,
         "prompt": config.prompt,
         "cost_model": {
-            "price_model": price_name, "input_per_mtok": price.input, "output_per_mtok": price.output,
-            "cache_write_multiplier": price.cache_write_multiplier, "cache_read_multiplier": price.cache_read_multiplier,
-            "ttl_seconds": price.ttl_seconds, "min_cacheable_tokens": price.min_cacheable_tokens,
-            "max_breakpoints": price.max_breakpoints, "seconds_per_request": config.seconds_per_request,
+            **pricing.to_json(), "seconds_per_request": config.seconds_per_request,
             "source": "simulated from the request sequence" if all(s["cost_source"] == "simulated" for c in summaries for s in c["samples"]) else "provider-reported cache usage",
         },
         "configs": summaries,
