@@ -76,9 +76,11 @@ def add_recall_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epochs", type=int, default=1, help="repeats per sample (real models)")
     p.add_argument("--out", default="results", help="parent directory of run directories (default: results)")
     p.add_argument("--run", help="run name (default: a timestamp)")
-    p.add_argument("--display", default="plain", choices=DISPLAYS, help="inspect progress display")
     p.add_argument("--redact", action="store_true", help="replace secret-looking strings in traces before anything is sent to a model")
     p.add_argument("--batch", action="store_true", help="use the provider's batch mode (real models)")
     p.add_argument("-M", "--model-arg", action="append", metavar="KEY=VALUE", help="model argument (part of the generate-cache scope)")
     p.add_argument("--max-retries", type=int, default=4, help="retries per model call (default: 4; inspect's default is unbounded)")
     p.add_argument("--timeout", type=int, default=120, help="seconds per model request (default: 120)")
+    from compaction_eval.cli.progress import add_output_args
+
+    add_output_args(p)

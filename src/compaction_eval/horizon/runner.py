@@ -11,7 +11,9 @@ from typing import Any
 from compaction_eval.contracts.paths import resolve_input
 from compaction_eval.contracts.runfiles import (
     PID_FILE,
+    adopt_log,
     clear_interrupted,
+    kept_log_dir,
     staged_run_dir,
     write_json_atomic,
 )
@@ -100,16 +102,22 @@ def _run_into(config: HorizonConfig, directory: Path, final: Path) -> dict[str, 
                      budget=config.budget, output_reserve=config.output_reserve, compactor=config.compactor)
         for c in config.configs
     ]
-    log_dir = directory / LOG_SUBDIR
+    # inspect's logs are written where they stay, failed or not (as the recall suite does), so
+    # `inspect view` and `inspect eval-retry` find them; a run that succeeds also holds them
+    # in its run directory (hard-linked where possible).
+    log_dir = kept_log_dir(final) / LOG_SUBDIR
     logs = inspect_eval(
         tasks, model=config.model, model_roles={"compactor": config.compactor}, log_dir=str(log_dir),
         display=config.display, max_samples=config.max_samples, max_tasks=1, fail_on_error=True, score_display=False,
         # inspect retries forever by default: a real provider's outage must end the run
         max_retries=4, timeout=120, retry_on_error=1,
     )
-    failed = [f"{log.eval.task}: {log.status} ({log.error.message if log.error else 'no error message'})" for log in logs if log.status != "success"]
+    failed = [f"{log.eval.task}: {log.status} ({_first_line(log.error.message) if log.error else 'no error message'})"
+              for log in logs if log.status != "success"]
     if failed:
-        raise HorizonFailed("long-horizon task(s) did not finish: " + "; ".join(failed))
+        kept = [str(log.location) for log in logs if log.location]
+        where = f"; inspect logs kept in {log_dir} (inspect view --log-dir {log_dir}; inspect eval-retry LOG)" if kept else ""
+        raise HorizonFailed("long-horizon task(s) did not finish: " + "; ".join(failed) + where)
     pricing = resolve_price(config.model, config.prices, config.price_model)
     price = pricing.price
     summaries = []
@@ -117,7 +125,8 @@ def _run_into(config: HorizonConfig, directory: Path, final: Path) -> dict[str, 
         samples = [sample_record(s, price, seconds_per_request=config.seconds_per_request) for s in log.samples or []]
         samples.sort(key=lambda s: s["world"] or "")
         summary = config_summary(name, samples)
-        summary["inspect_log"] = str(Path(LOG_SUBDIR) / Path(log.location).name)
+        summary["inspect_log"] = str(Path(LOG_SUBDIR) / adopt_log(log.location, directory / LOG_SUBDIR).name)
+        summary["inspect_log_kept"] = str(Path(str(log.location).removeprefix("file://")).resolve())
         summaries.append(summary)
     offline = is_stand_in(config.model)
     results = {
@@ -140,3 +149,7 @@ def _run_into(config: HorizonConfig, directory: Path, final: Path) -> dict[str, 
     }
     write_json_atomic(directory / HORIZON_FILE, results)
     return results
+
+
+def _first_line(message: str) -> str:
+    return next((line.strip() for line in (message or "").splitlines() if line.strip()), "")[:400]
