@@ -19,8 +19,8 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolCall, ToolInfo, ToolParams
 from inspect_ai.util import JSONSchema
 
-from compaction_eval.compaction.cache import OFFLINE_PROVIDERS
 from compaction_eval.compaction.render import to_chat_messages
+from compaction_eval.contracts.settings import STAND_IN_PROVIDERS as OFFLINE_PROVIDERS
 from compaction_eval.contracts.traces import Trace
 
 # A text-protocol agent (mini-swe-agent) writes its command as a fenced block in the

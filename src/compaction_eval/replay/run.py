@@ -273,7 +273,7 @@ def _check(config: ReplayRunConfig, modes: tuple[str, ...]) -> tuple[Any, list[A
     from compaction_eval.contracts.problems import ContractError, Problem
     from compaction_eval.contracts.prompts import load_candidates
     from compaction_eval.corpus.load import load_corpus
-    from compaction_eval.horizon.policies.resolve import known_config
+    from compaction_eval.horizon.policies.registry import known_config
 
     bad = [m for m in modes if m not in MODES]
     if bad:
