@@ -25,7 +25,7 @@ def _sample(reported: list[tuple[int, int, int, int]]) -> SimpleNamespace:
 def test_cache_hit_rate_counts_reads_over_everything_sent():
     # mostly cache reads: uncached input alone (300) is far below the reads (15,000)
     reported = [(100, 0, 5000, 50), (100, 5000, 200, 50), (100, 10000, 300, 50)]
-    s = sample_record(_sample(reported), PRICES["claude-sonnet-4"], seconds_per_request=5.0)
+    s = sample_record(_sample(reported), PRICES["anthropic/claude-sonnet-4"], seconds_per_request=5.0)
     sent = sum(u + r + w for u, r, w, _ in reported)
     assert s["cost_source"] == "reported"
     assert s["input_tokens"] == sent and s["uncached_tokens"] == 300

@@ -41,7 +41,7 @@ def test_replay_keeps_tool_call_pairing_under_every_policy(corpus, policy):
 
     (tid,) = corpus.labels
     result = asyncio.run(replay_trace(corpus.traces[tid], corpus.labels[tid], policy, 6000, open_model("extractive/default"),
-                                      ReplaySettings(prompts_dir=str(ROOT / "prompts")), price_for("x")[1]))
+                                      ReplaySettings(prompts_dir=str(ROOT / "prompts")), price_for("extractive/default")[1]))
     assert result.totals["protocol"] == "tool_use"
     assert result.totals["compactions"] > 0, "the window must force the policy to act"
     assert result.totals["pairing_problems"] == []
@@ -217,8 +217,8 @@ def test_text_protocol_trace_replays_commands_as_tool_calls():
     (tid,) = real.labels
     settings = ReplaySettings(prompts_dir=str(ROOT / "prompts"))
     model = open_model("extractive/default")
-    base = asyncio.run(replay_trace(real.traces[tid], real.labels[tid], "baseline", 12000, model, settings, price_for("x")[1]))
-    evict = asyncio.run(replay_trace(real.traces[tid], real.labels[tid], "eviction", 12000, model, settings, price_for("x")[1]))
+    base = asyncio.run(replay_trace(real.traces[tid], real.labels[tid], "baseline", 12000, model, settings, price_for("extractive/default")[1]))
+    evict = asyncio.run(replay_trace(real.traces[tid], real.labels[tid], "eviction", 12000, model, settings, price_for("extractive/default")[1]))
     assert evict.totals["protocol"] == "text-bash" and evict.totals["pairing_problems"] == []
     assert not any(s["request_visible"] for s in base.samples)
     assert all(s["request_visible"] for s in evict.samples)

@@ -33,14 +33,13 @@ from compaction_eval.contracts.runfiles import read_results, write_json_atomic
 from compaction_eval.gate.compare import compare_dirs
 from compaction_eval.recall.run import RecallConfig, run_recall
 from compaction_eval.report import plots
-from compaction_eval.report.render import render_report
 from compaction_eval.report.drilldown import (
     Mark,
     highlight_summary,
     mark_text,
     source_excerpt,
 )
-from compaction_eval.report.render import build_context, load_source_corpus, render_html
+from compaction_eval.report.render import build_context, load_source_corpus, render_html, render_report
 from conftest import MINI_SWE, ROOT
 
 # ----------------------------------------------------------------------------- headless Chromium

@@ -8,6 +8,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+from compaction_eval.cli.progress import add_output_args
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.settings import (
     DEFAULT_BUDGET,
@@ -20,7 +21,6 @@ DEFAULT_TRACES = ["fixtures/traces"]
 DEFAULT_LABELS = ["labels"]
 DEFAULT_PROMPTS = ["prompts"]
 STATE_DIR = Path(".compaction-eval")
-DISPLAYS = ["none", "plain", "rich", "full", "conversation"]
 
 
 def keep_inspect_local() -> None:
@@ -76,9 +76,9 @@ def add_recall_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epochs", type=int, default=1, help="repeats per sample (real models)")
     p.add_argument("--out", default="results", help="parent directory of run directories (default: results)")
     p.add_argument("--run", help="run name (default: a timestamp)")
-    p.add_argument("--display", default="plain", choices=DISPLAYS, help="inspect progress display")
     p.add_argument("--redact", action="store_true", help="replace secret-looking strings in traces before anything is sent to a model")
     p.add_argument("--batch", action="store_true", help="use the provider's batch mode (real models)")
     p.add_argument("-M", "--model-arg", action="append", metavar="KEY=VALUE", help="model argument (part of the generate-cache scope)")
     p.add_argument("--max-retries", type=int, default=4, help="retries per model call (default: 4; inspect's default is unbounded)")
     p.add_argument("--timeout", type=int, default=120, help="seconds per model request (default: 120)")
+    add_output_args(p)

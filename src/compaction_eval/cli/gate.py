@@ -32,8 +32,17 @@ def cmd_gate(args: argparse.Namespace) -> int:
         write_outputs(unusable_markdown(exc), markdown=md, junit_xml=unusable_junit(exc), junit=junit)
         raise
     markdown = format_markdown(result, fact_text=fact_texts(read_results(result.candidate_path)))
-    print(format_text(result))
-    for path in write_outputs(markdown, markdown=md, junit_xml=format_junit(result), junit=junit):
+    written = write_outputs(markdown, markdown=md, junit_xml=format_junit(result), junit=junit)
+    if args.format == "json":
+        from compaction_eval.cli.progress import emit_json
+
+        emit_json({"command": "gate", "verdict": result.verdict, "exit_code": result.exit_code, "reasons": result.reasons,
+                   "warnings": result.warnings, "baseline": result.baseline_path, "candidate": result.candidate_path,
+                   "baseline_meta": result.baseline_meta, "candidate_meta": result.candidate_meta,
+                   "comparison": result.comparison.to_json(), "files": [str(p) for p in written]})
+    else:
+        print(format_text(result))
+    for path in written:
         print(f"wrote {path}", file=sys.stderr)
     return result.exit_code
 
@@ -63,6 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--markdown", metavar="FILE", help="write the markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML here (a test case per prompt x category)")
     p.add_argument("--allow-setting-changes", action="store_true", help="compare runs made with a different model, budget, shape or focus")
+    p.add_argument("--format", choices=["text", "json"], default="text", help="the verdict as text, or one JSON document on stdout")
     p.set_defaults(func=cmd_gate)
 
     p = sub.add_parser("baseline", help="committed baselines under results/baselines (save, list)")

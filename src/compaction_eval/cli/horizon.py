@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
-from compaction_eval.cli.common import DISPLAYS, run_dir
+from compaction_eval.cli.common import run_dir
+from compaction_eval.cli.progress import emit_json, inspect_display, progress, wants_json, without_samples
+from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.settings import (
     DEFAULT_AGENT,
     DEFAULT_HORIZON_BUDGET,
@@ -38,21 +41,26 @@ def add_horizon_args(p: argparse.ArgumentParser, *, in_run: bool = False) -> Non
         p.add_argument("--budget", type=int, default=DEFAULT_HORIZON_BUDGET, help=f"summary budget of `full` in tokens (default: {DEFAULT_HORIZON_BUDGET})")
         p.add_argument("--out", default="results", help="parent directory of run directories (default: results)")
         p.add_argument("--run", help="run name (default: a timestamp)")
-        p.add_argument("--display", default="plain", choices=DISPLAYS)
-    p.add_argument("--prices", help="JSON price table {model: {input, output, ...}} (USD per Mtok)")
-    p.add_argument("--price-model", help="entry of the price table to use (default: matched from the agent model)")
+        from compaction_eval.cli.progress import add_output_args
+
+        add_output_args(p)
+    p.add_argument("--prices", help="JSON price table {provider/model: {input, output, ...}} (USD per Mtok) replacing the built-in one")
+    p.add_argument("--price-model", help="price table entry to price the agent as (default: matched from the agent model; offline "
+                                         "stand-ins: anthropic/claude-sonnet-4-5; a model not in the table: cost unknown)")
     p.add_argument("--max-samples", type=int, help="concurrent samples per task")
     p.add_argument("--skip-horizon", action="store_true", help=argparse.SUPPRESS if not in_run else "run only the fact-recall suite")
 
 
 def horizon_config(args: argparse.Namespace, *, in_run: bool = False):
     """The suite's configuration; inside `run` the compactor is run's `--model`."""
-    from compaction_eval.horizon.prices import PRICES, load_prices
+    from compaction_eval.horizon.prices import PRICES, load_prices, resolve_price
     from compaction_eval.horizon.runner import HorizonConfig
 
     prices = load_prices(args.prices) if args.prices else dict(PRICES)
-    if args.price_model and args.price_model not in prices:
-        raise ValueError(f"--price-model {args.price_model!r} is not in the price table ({', '.join(prices)})")
+    try:  # before anything runs: a --price-model the table does not price is bad input
+        resolve_price(args.agent, prices, args.price_model)
+    except ValueError as exc:
+        raise ContractError([Problem("--price-model", "", str(exc).removeprefix(f"--price-model {args.price_model!r} "))]) from None
     return HorizonConfig(
         configs=list(args.configs),
         worlds=args.worlds,
@@ -64,7 +72,7 @@ def horizon_config(args: argparse.Namespace, *, in_run: bool = False):
         budget=DEFAULT_HORIZON_BUDGET if in_run else args.budget,
         prices=prices,
         price_model=args.price_model,
-        display=args.display,
+        display=inspect_display(args),
         max_samples=args.max_samples,
     )
 
@@ -84,29 +92,51 @@ def _run_prompt(args: argparse.Namespace) -> str:
     return DEFAULT_HORIZON_PROMPT if DEFAULT_HORIZON_PROMPT in names else names[0]
 
 
-def run_and_print(config, out: Path, *, existing: bool) -> int:
-    """Run the suite, print the table and where the results are; 0 ok, 1 failed."""
+def horizon_json(results: dict, out: Path) -> dict:
+    """The horizon table as JSON: one row per configuration (samples stay in horizon.json)."""
+    keep = ("agent", "offline_stand_in", "agent_note", "compactor", "size", "n_worlds", "worlds", "prompt", "cost_model", "ablation")
+    return {**{k: results.get(k) for k in keep}, "configs": without_samples(results["configs"]),
+            "files": {"horizon": str(out / "horizon.json")}}
+
+
+def run_horizon_suite(config, out: Path, args: argparse.Namespace, *, existing: bool, bar=None) -> dict:
+    """Run the suite with progress on stderr; raises HorizonFailed (bad configurations are
+    a ContractError)."""
     from compaction_eval.horizon.policies.registry import known_config
-    from compaction_eval.horizon.runner import HorizonFailed, run_horizon
-    from compaction_eval.report.horizon_table import format_horizon
+    from compaction_eval.horizon.runner import run_horizon
+    from compaction_eval.horizon.worlds import world_ids
 
     unknown = [c for c in config.configs if not known_config(c)]
     if unknown:
-        print(f"compaction-eval: error: unknown configuration(s): {', '.join(unknown)}", file=sys.stderr)
-        return 2
-    print(f"long horizon: agent {config.model}, {len(config.configs)} configuration(s) -> {out}", file=sys.stderr)
+        raise ContractError([Problem("--configs", "", f"unknown configuration(s): {', '.join(unknown)}")])
+    if not args.quiet:
+        print(f"long horizon: agent {config.model}, {len(config.configs)} configuration(s) -> {out}", file=sys.stderr)
+    with (contextlib.nullcontext(bar) if bar is not None else progress(args)) as bar:
+        bar.expect(len(config.configs) * len(config.worlds or world_ids()), task="long_horizon")
+        bar.set_phase("long horizon")
+        return run_horizon(config, out, existing=existing)
+
+
+def run_and_print(config, out: Path, args: argparse.Namespace, *, existing: bool) -> int:
+    """Run the suite, print the table (or JSON) and where the results are; 0 ok, 1 failed."""
+    from compaction_eval.horizon.runner import HorizonFailed
+    from compaction_eval.report.horizon_table import format_horizon
+
     try:
-        results = run_horizon(config, out, existing=existing)
+        results = run_horizon_suite(config, out, args, existing=existing)
     except HorizonFailed as exc:
         print(f"compaction-eval: error: {exc}", file=sys.stderr)
         return 1
+    if wants_json(args):
+        emit_json({"command": "horizon", **horizon_json(results, out)})
+        return 0
     print(format_horizon(results))
     print(f"horizon results: {out / 'horizon.json'}")
     return 0
 
 
 def cmd_horizon(args: argparse.Namespace) -> int:
-    return run_and_print(horizon_config(args), run_dir(args), existing=False)
+    return run_and_print(horizon_config(args), run_dir(args), args, existing=False)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

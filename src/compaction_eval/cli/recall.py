@@ -17,6 +17,13 @@ from compaction_eval.cli.common import (
     model_args,
     run_dir,
 )
+from compaction_eval.cli.progress import (
+    emit_json,
+    inspect_display,
+    progress,
+    wants_json,
+    without_samples,
+)
 from compaction_eval.contracts.problems import ContractError
 
 
@@ -35,7 +42,7 @@ def recall_config(args: argparse.Namespace):
         focus=args.focus,
         judge_model=args.judge_model,
         epochs=args.epochs,
-        display=args.display,
+        display=inspect_display(args),
         redact=args.redact,
         batch=args.batch,
         max_retries=args.max_retries,
@@ -44,55 +51,117 @@ def recall_config(args: argparse.Namespace):
     )
 
 
-def cmd_recall(args: argparse.Namespace, *, show_table: bool = False) -> int:
-    from compaction_eval.recall.run import RunFailed, run_recall
-    from compaction_eval.report.tables import format_leaderboard
+def recall_json(results: dict, out: Path) -> dict:
+    """The leaderboard as JSON: one row per prompt (samples stay in results.json)."""
+    keep = ("model", "offline_stand_in", "stand_in_note", "corpus")
+    return {**{k: results.get(k) for k in keep}, "prompts": without_samples(results["prompts"]),
+            "files": {"results": str(out / "results.json"), "inspect_log": str(out / results["inspect_log"]) if results.get("inspect_log") else None}}
+
+
+def run_recall_suite(args: argparse.Namespace, out: Path, bar=None) -> dict:
+    """The recall suite with progress on stderr and its notes; raises RunFailed."""
+    import contextlib
+
+    from compaction_eval.recall.run import run_recall
 
     config = recall_config(args)
-    out = run_dir(args)
-    print(f"fact recall: model {config.model} -> {out}", file=sys.stderr)
-    try:
+    if not args.quiet:
+        print(f"fact recall: model {config.model} -> {out}", file=sys.stderr)
+    with (contextlib.nullcontext(bar) if bar is not None else progress(args)) as bar:
+        bar.set_phase("fact recall")
         results = run_recall(config, out)
-    except RunFailed as exc:
-        return error(str(exc), 1)
     for path in results["corpus"]["skipped_files"]:
         print(f"note: skipped {path}: JSON that is not a trace", file=sys.stderr)
     if results["corpus"]["unlabelled_traces"]:
         print(f"note: {results['corpus']['unlabelled_traces']} trace(s) have no labels and were not evaluated", file=sys.stderr)
-    if show_table:
-        print(format_leaderboard(results))
+    return results
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    from compaction_eval.recall.run import RunFailed
+    from compaction_eval.report.tables import format_leaderboard
+
+    out = run_dir(args)
+    try:
+        results = run_recall_suite(args, out)
+    except RunFailed as exc:
+        return error(str(exc), 1)
+    if wants_json(args):
+        emit_json({"command": "recall", **recall_json(results, out)})
+        return 0
+    print(format_leaderboard(results))
     print(f"results: {out / 'results.json'}")
     print(f"inspect log: {out / results['inspect_log']}")
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from compaction_eval.cli.horizon import horizon_config, run_and_print
+    """Both suites, the small replay and the report under one progress bar; the tables (or
+    one JSON document) on stdout at the end."""
+    from compaction_eval.cli.horizon import horizon_config, horizon_json, run_horizon_suite
+    from compaction_eval.horizon.runner import HorizonFailed
+    from compaction_eval.recall.run import RunFailed
 
     # One run directory for both suites: fix the name before the recall suite picks one.
     args.run = args.run or datetime.now().strftime("%Y%m%d-%H%M%S")
-    code = cmd_recall(args, show_table=True)
-    if code == 0 and not args.skip_horizon:
-        code = run_and_print(horizon_config(args, in_run=True), run_dir(args), existing=True)
-    if code == 0 and not args.skip_replay:
-        code = _small_replay(args)
-    if code == 0:
+    out = run_dir(args)
+    hconfig = None if args.skip_horizon else horizon_config(args, in_run=True)  # bad options fail before anything runs
+    doc: dict = {"command": "run", "run_dir": str(out), "files": {}}
+    texts: list[str] = []
+    with progress(args) as bar:
+        if hconfig is not None:
+            from compaction_eval.horizon.worlds import world_ids
+
+            # known before anything runs: the ETA covers the whole run from the start
+            bar.expect(len(hconfig.configs) * len(hconfig.worlds or world_ids()), task="long_horizon")
+        if not args.skip_replay:
+            bar.expect(1, task="replay")
+        try:
+            recall = run_recall_suite(args, out, bar)
+        except RunFailed as exc:
+            return error(str(exc), 1)
+        from compaction_eval.report.tables import format_leaderboard
+
+        doc["recall"] = recall_json(recall, out)
+        texts += [format_leaderboard(recall), f"results: {out / 'results.json'}", f"inspect log: {out / recall['inspect_log']}"]
+        if hconfig is not None:
+            from compaction_eval.report.horizon_table import format_horizon
+
+            try:
+                horizon = run_horizon_suite(hconfig, out, args, existing=True, bar=bar)
+            except HorizonFailed as exc:
+                return error(str(exc), 1)
+            doc["horizon"] = horizon_json(horizon, out)
+            texts += [format_horizon(horizon), f"horizon results: {out / 'horizon.json'}"]
+        if not args.skip_replay:
+            bar.set_phase("replay and decay")
+            small = _small_replay(args)
+            bar.advance()
+            doc["replay"] = {"policies": without_samples(small["replay"]["policies"], ("samples", "traces"))}
+            doc["decay"] = {"prompts": without_samples(small["decay"]["prompts"])}
+            texts += [f"replay results: {out / 'replay.json'}", f"decay results: {out / 'decay.json'}"]
+        bar.set_phase("report")
         from compaction_eval.report.render import render_report
 
-        print(f"report: {render_report(run_dir(args))}")
-    return code
+        report = render_report(out)
+    doc["files"] = {"results": str(out / "results.json"), **({"horizon": str(out / "horizon.json")} if hconfig else {}),
+                    **({"replay": str(out / "replay.json"), "decay": str(out / "decay.json")} if not args.skip_replay else {}),
+                    "report": str(report)}
+    if wants_json(args):
+        emit_json(doc)
+    else:
+        print("\n".join([*texts, f"report: {report}"]))
+    return 0
 
 
-def _small_replay(args: argparse.Namespace) -> int:
+def _small_replay(args: argparse.Namespace) -> dict:
     """The small replay + decay configuration of the main job (see replay.run.run_small)."""
     from compaction_eval.replay.run import run_small
 
-    print("replay and decay: a small configuration (2 traces, 3 policies, 5 compactions)", file=sys.stderr)
-    run_small(run_dir(args), traces=args.traces or DEFAULT_TRACES, labels=args.labels or DEFAULT_LABELS,
-              prompts=args.prompts or DEFAULT_PROMPTS, model=args.model)
-    print(f"replay results: {run_dir(args) / 'replay.json'}")
-    print(f"decay results: {run_dir(args) / 'decay.json'}")
-    return 0
+    if not args.quiet:
+        print("replay and decay: a small configuration (2 traces, 3 policies, 5 compactions)", file=sys.stderr)
+    return run_small(run_dir(args), traces=args.traces or DEFAULT_TRACES, labels=args.labels or DEFAULT_LABELS,
+                     prompts=args.prompts or DEFAULT_PROMPTS, model=args.model)
 
 
 def cmd_score(args: argparse.Namespace) -> int:

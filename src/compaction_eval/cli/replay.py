@@ -48,6 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--budget", type=int, default=800, help="summary budget of the compaction")
             p.add_argument("--keep-last", type=int, default=4)
             p.add_argument("--only-prompts", nargs="+", help="prompt names to run (default: all)")
+        from compaction_eval.cli.progress import add_output_args
+
+        add_output_args(p, display=False)
         p.set_defaults(func=cmd_replay, mode=name)
 
 
@@ -72,7 +75,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     config = config_from(args)
     out = Path(args.into) if args.into else Path(args.out) / (args.run or datetime.now().strftime("%Y%m%d-%H%M%S"))
-    print(f"{args.mode}: model {config.model} -> {out}", file=sys.stderr)
+    if not args.quiet:
+        print(f"{args.mode}: model {config.model} -> {out}", file=sys.stderr)
     try:
         results = run_modes(config, out, (args.mode,), existing=bool(args.into))
     except ContractError:
@@ -80,8 +84,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
     except (RuntimeError, ValueError) as exc:
         print(f"compaction-eval: error: {exc}", file=sys.stderr)
         return 1
+    data = results[args.mode]
+    if getattr(args, "format", "text") == "json":
+        from compaction_eval.cli.progress import emit_json, without_samples
+
+        rows = "policies" if args.mode == "replay" else "prompts"
+        head = {k: v for k, v in data.items() if k not in (rows, "traces", "synthetic_traces")}
+        emit_json({"command": args.mode, **head, "traces": data.get("traces"),
+                   rows: without_samples(data[rows], ("samples", "traces")), "files": {args.mode: str(out / FILES[args.mode])}})
+        return 0
     from compaction_eval.report.replay_view import format_mode
 
-    print(format_mode(args.mode, results[args.mode]))
+    print(format_mode(args.mode, data))
     print(f"{args.mode} results: {out / FILES[args.mode]}")
     return 0

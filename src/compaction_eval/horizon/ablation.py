@@ -37,6 +37,8 @@ def cache_ablation(configs: list[dict[str, Any]]) -> dict[str, Any] | None:
             "pre_compaction_cache_hit_rate": c["pre_compaction"]["cache_hit_rate"],
         })
     a, b, c = rows
+    if any(r["cost_usd"] is None or r["pre_compaction_cost_usd"] is None for r in rows):  # no known price
+        return {"rows": rows, "compaction_saves": None, "mutation_cost_factor": None, "mutation_cost_factor_pre_compaction": None}
     return {
         "rows": rows,
         "compaction_saves": (a["cost_usd"] - b["cost_usd"]) / a["cost_usd"] if a["cost_usd"] else 0.0,

@@ -13,15 +13,21 @@ from compaction_eval.horizon.cost import (
     uncached_cost,
 )
 from compaction_eval.horizon.ledger import STORE_KEY
-from compaction_eval.horizon.prices import PriceTable
+from compaction_eval.horizon.prices import CACHE_RULES, PriceTable
 from compaction_eval.stats.bootstrap import bootstrap_mean_ci
 
 SCORER = "horizon_checker"
 COST_PARTS = ("uncached", "cache_write", "cache_read", "output", "compaction")
 
 
-def sample_record(sample: Any, price: PriceTable, *, seconds_per_request: float) -> dict[str, Any]:
-    """One sample's measurements (see horizon.json `configs[].samples[]`)."""
+def sample_record(sample: Any, price: PriceTable | None, *, seconds_per_request: float) -> dict[str, Any]:
+    """One sample's measurements (see horizon.json `configs[].samples[]`).
+
+    `price` None: the model has no known price; token classes are simulated with the default
+    cache rules and every USD figure is None (null in JSON, "unknown" when shown).
+    """
+    known = price is not None
+    price = price or CACHE_RULES
     ledger = sample.store.get(STORE_KEY) or {"requests": [], "compactions": [], "window": 0}
     score = (sample.scores or {}).get(SCORER)
     value = score.value if score is not None and isinstance(score.value, dict) else {}
@@ -63,7 +69,7 @@ def sample_record(sample: Any, price: PriceTable, *, seconds_per_request: float)
         "cache_write_tokens": conversation.cache_write_tokens,
         # resident context of each agent request (tools + messages), in order: the growth curve
         "step_tokens": [int(sum(r["tokens"])) for r in reqs],
-        "cost_breakdown": cost_breakdown(conversation, compaction, price),
+        "cost_breakdown": cost_breakdown(conversation, compaction, price) if known else None,
         "compaction_events": len(ledger.get("compactions", [])),
         "compaction_calls": compaction_calls,
         "compaction_input_tokens": comp_in,
@@ -75,10 +81,10 @@ def sample_record(sample: Any, price: PriceTable, *, seconds_per_request: float)
         "overflow": bool(ledger.get("overflow")),
         "redundant_calls": ledger.get("redundant_calls", 0),
         "wall_seconds": ledger.get("wall_seconds", 0.0),
-        "cost_usd": conversation.cost_usd + compaction.cost_usd,
+        "cost_usd": conversation.cost_usd + compaction.cost_usd if known else None,
         "cost_source": "reported" if reported else "simulated",
         "cache_hit_rate": conversation.cache_hit_rate,
-        "pre_compaction": {"requests": first, **stable.to_dict()},
+        "pre_compaction": {"requests": first, **stable.to_dict(), **({} if known else {"cost_usd": None})},
     }
 
 
@@ -132,15 +138,23 @@ def config_summary(config: str, samples: list[dict[str, Any]]) -> dict[str, Any]
         "redundant_calls": tot("redundant_calls"),
         "wall_p50": float(np.percentile(wall, 50)) if wall else 0.0,
         "wall_p95": float(np.percentile(wall, 95)) if wall else 0.0,
-        "cost_usd": float(sum(s["cost_usd"] for s in samples)),
+        "cost_usd": _usd_sum(s["cost_usd"] for s in samples),
         "pre_compaction": _pre_compaction(samples),
-        "cost_breakdown": {k: float(sum(s["cost_breakdown"][k] for s in samples if "cost_breakdown" in s)) for k in COST_PARTS},
+        "cost_breakdown": (None if any(s.get("cost_breakdown") is None for s in samples) else
+                           {k: float(sum(s["cost_breakdown"][k] for s in samples)) for k in COST_PARTS}),
         "samples": samples,
     }
 
 
 def _pre_compaction(samples: list[dict[str, Any]]) -> dict[str, Any]:
     keys = ("requests", "input_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd")
-    total = {k: sum(s["pre_compaction"][k] for s in samples) for k in keys}
+    total: dict[str, Any] = {k: sum(s["pre_compaction"][k] for s in samples) for k in keys if k != "cost_usd"}
+    total["cost_usd"] = _usd_sum(s["pre_compaction"]["cost_usd"] for s in samples)
     total["cache_hit_rate"] = total["cache_read_tokens"] / total["input_tokens"] if total["input_tokens"] else 0.0
     return total
+
+
+def _usd_sum(values: Any) -> float | None:
+    """A sum of USD figures; None (unknown) when any of them is unknown."""
+    values = list(values)
+    return None if any(v is None for v in values) else float(sum(values))

@@ -11,7 +11,9 @@ from typing import Any
 from compaction_eval.contracts.paths import resolve_input
 from compaction_eval.contracts.runfiles import (
     PID_FILE,
+    adopt_log,
     clear_interrupted,
+    kept_log_dir,
     staged_run_dir,
     write_json_atomic,
 )
@@ -24,7 +26,7 @@ from compaction_eval.contracts.settings import (
 from compaction_eval.horizon.ablation import cache_ablation
 from compaction_eval.horizon.measure import config_summary, sample_record
 from compaction_eval.horizon.policies.registry import ALL_CONFIGS
-from compaction_eval.horizon.prices import PRICES, PriceTable, price_for
+from compaction_eval.horizon.prices import PRICES, PriceTable, resolve_price
 from compaction_eval.horizon.worlds import world_ids
 
 SCHEMA = "compaction-eval/horizon@1"
@@ -47,7 +49,9 @@ class HorizonConfig:
         model: the agent model.
         compactor: model of the `compactor` role (summaries of `full` and `inspect-summary`).
         prompt, prompts_dir, budget, output_reserve: see tasks.long_horizon.
-        prices: price table; price_model: its entry (default: matched from `model`).
+        prices: price table; price_model: its entry (default: matched from `model`; offline
+            stand-ins are priced as the reference model; a model the table does not price
+            has cost None, "unknown").
         seconds_per_request: simulated time between requests for the cache TTL.
         display: inspect display; max_samples: concurrent samples per task.
     """
@@ -98,23 +102,31 @@ def _run_into(config: HorizonConfig, directory: Path, final: Path) -> dict[str, 
                      budget=config.budget, output_reserve=config.output_reserve, compactor=config.compactor)
         for c in config.configs
     ]
-    log_dir = directory / LOG_SUBDIR
+    # inspect's logs are written where they stay, failed or not (as the recall suite does), so
+    # `inspect view` and `inspect eval-retry` find them; a run that succeeds also holds them
+    # in its run directory (hard-linked where possible).
+    log_dir = kept_log_dir(final) / LOG_SUBDIR
     logs = inspect_eval(
         tasks, model=config.model, model_roles={"compactor": config.compactor}, log_dir=str(log_dir),
         display=config.display, max_samples=config.max_samples, max_tasks=1, fail_on_error=True, score_display=False,
         # inspect retries forever by default: a real provider's outage must end the run
         max_retries=4, timeout=120, retry_on_error=1,
     )
-    failed = [f"{log.eval.task}: {log.status} ({log.error.message if log.error else 'no error message'})" for log in logs if log.status != "success"]
+    failed = [f"{log.eval.task}: {log.status} ({_first_line(log.error.message) if log.error else 'no error message'})"
+              for log in logs if log.status != "success"]
     if failed:
-        raise HorizonFailed("long-horizon task(s) did not finish: " + "; ".join(failed))
-    price_name, price = (config.price_model, config.prices[config.price_model]) if config.price_model else price_for(config.model, config.prices)
+        kept = [str(log.location) for log in logs if log.location]
+        where = f"; inspect logs kept in {log_dir} (inspect view --log-dir {log_dir}; inspect eval-retry LOG)" if kept else ""
+        raise HorizonFailed("long-horizon task(s) did not finish: " + "; ".join(failed) + where)
+    pricing = resolve_price(config.model, config.prices, config.price_model)
+    price = pricing.price
     summaries = []
     for name, log in zip(config.configs, logs):
         samples = [sample_record(s, price, seconds_per_request=config.seconds_per_request) for s in log.samples or []]
         samples.sort(key=lambda s: s["world"] or "")
         summary = config_summary(name, samples)
-        summary["inspect_log"] = str(Path(LOG_SUBDIR) / Path(log.location).name)
+        summary["inspect_log"] = str(Path(LOG_SUBDIR) / adopt_log(log.location, directory / LOG_SUBDIR).name)
+        summary["inspect_log_kept"] = str(Path(str(log.location).removeprefix("file://")).resolve())
         summaries.append(summary)
     offline = is_stand_in(config.model)
     results = {
@@ -129,10 +141,7 @@ def _run_into(config: HorizonConfig, directory: Path, final: Path) -> dict[str, 
         "worlds": ids,
         "prompt": config.prompt,
         "cost_model": {
-            "price_model": price_name, "input_per_mtok": price.input, "output_per_mtok": price.output,
-            "cache_write_multiplier": price.cache_write_multiplier, "cache_read_multiplier": price.cache_read_multiplier,
-            "ttl_seconds": price.ttl_seconds, "min_cacheable_tokens": price.min_cacheable_tokens,
-            "max_breakpoints": price.max_breakpoints, "seconds_per_request": config.seconds_per_request,
+            **pricing.to_json(), "seconds_per_request": config.seconds_per_request,
             "source": "simulated from the request sequence" if all(s["cost_source"] == "simulated" for c in summaries for s in c["samples"]) else "provider-reported cache usage",
         },
         "configs": summaries,
@@ -140,3 +149,7 @@ def _run_into(config: HorizonConfig, directory: Path, final: Path) -> dict[str, 
     }
     write_json_atomic(directory / HORIZON_FILE, results)
     return results
+
+
+def _first_line(message: str) -> str:
+    return next((line.strip() for line in (message or "").splitlines() if line.strip()), "")[:400]

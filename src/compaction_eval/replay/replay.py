@@ -30,7 +30,7 @@ from compaction_eval.horizon.cost import simulate_cache, uncached_cost
 from compaction_eval.horizon.ledger import Ledger
 from compaction_eval.horizon.policies.notes import NotesBook
 from compaction_eval.horizon.policies.resolve import PolicySpec, make_policy
-from compaction_eval.horizon.prices import PriceTable
+from compaction_eval.horizon.prices import CACHE_RULES, PriceTable
 from compaction_eval.recall.scoring import score_summary
 from compaction_eval.replay.common import (
     pairing_problems,
@@ -77,7 +77,7 @@ def _request_visible(trace: Trace, text: str) -> bool:
 
 
 async def replay_trace(trace: Trace, labels: Labels, policy_name: str, window: int, model: Model,
-                       settings: ReplaySettings, price: PriceTable) -> TraceReplay:
+                       settings: ReplaySettings, price: PriceTable | None) -> TraceReplay:
     """Replay `trace` under `policy_name` at `window` (see module docstring)."""
     spec = PolicySpec(name=policy_name, prompt=settings.prompt, prompts_dir=settings.prompts_dir,
                       budget=settings.budget, output_reserve=settings.output_reserve)
@@ -114,16 +114,18 @@ async def replay_trace(trace: Trace, labels: Labels, policy_name: str, window: i
         if i == 0:
             prefix = list(history)
     calls = getattr(policy, "calls", [])
+    known, price = price is not None, price or CACHE_RULES  # None: no known price, USD figures null
     conversation = simulate_cache(ledger.requests, price, seconds_per_request=settings.seconds_per_request)
     compaction = uncached_cost(sum(c["input_tokens"] for c in calls), sum(c["output_tokens"] for c in calls), price)
     total = conversation.add(compaction)
     out.totals = {
         "trace": trace.id, "protocol": protocol, "requests": len(ledger.requests), "compactions": len(ledger.compactions),
         "compaction_calls": len(calls), "overflows": overflows, "peak_tokens": peak, "pairing_problems": pairing,
-        "cost": {**total.to_dict(), "compaction_cost_usd": round(compaction.cost_usd, 6)},
+        "cost": {**total.to_dict(), "compaction_cost_usd": round(compaction.cost_usd, 6),
+                 **({} if known else {"cost_usd": None, "compaction_cost_usd": None})},
     }
     for s in out.samples:
-        s["replay_cost_usd"] = round(total.cost_usd, 6)
+        s["replay_cost_usd"] = round(total.cost_usd, 6) if known else None
     return out
 
 

@@ -127,7 +127,8 @@ def summarise_replay(runs: list[tuple[str, int, Any]]) -> list[dict[str, Any]]:
             "overflow_requests": sum(r.totals["overflows"] for r in replays),
             "pairing_problems": sum(len(r.totals["pairing_problems"]) for r in replays),
             "context_tokens": _mean([float(s["context_tokens"]) for s in samples]),
-            "cost_usd": round(sum(r.totals["cost"]["cost_usd"] for r in replays), 6),
+            "cost_usd": (None if any(r.totals["cost"]["cost_usd"] is None for r in replays)
+                         else round(sum(r.totals["cost"]["cost_usd"] for r in replays), 6)),
             "cache_hit_rate": _mean([r.totals["cost"]["cache_hit_rate"] for r in replays]),
             "traces": [r.totals for r in replays],
             "samples": samples,
@@ -136,13 +137,13 @@ def summarise_replay(runs: list[tuple[str, int, Any]]) -> list[dict[str, Any]]:
 
 
 async def _replay_all(config: ReplayRunConfig, corpus: Any, model: Any) -> list[tuple[str, int, Any]]:
-    from compaction_eval.horizon.prices import PRICES, price_for
+    from compaction_eval.horizon.prices import resolve_price
     from compaction_eval.replay.replay import ReplaySettings, replay_trace
 
     prompts_dir = _prompts_dir(config)
     settings = ReplaySettings(policies=tuple(config.policies), windows=tuple(config.windows), prompt=config.policy_prompt,
                               prompts_dir=prompts_dir, budget=config.policy_budget)
-    price = PRICES[config.price_model] if config.price_model else price_for(config.model)[1]
+    price = resolve_price(config.model, price_model=config.price_model).price  # None: unknown, costs null
     jobs = [(p, w, tid) for p in config.policies for w in config.windows for tid in _trace_ids(config, corpus)]
     results = await asyncio.gather(*[replay_trace(corpus.traces[t], corpus.labels[t], p, w, model, settings, price) for p, w, t in jobs])
     return [(p, w, r) for (p, w, _), r in zip(jobs, results)]
@@ -311,7 +312,10 @@ def compute(config: ReplayRunConfig, modes: tuple[str, ...] = MODES) -> dict[str
             started = time.perf_counter()
             head = _header(mode, config, corpus)
             if mode == "replay":
+                from compaction_eval.horizon.prices import resolve_price
+
                 body = {"policies": summarise_replay(await _replay_all(config, corpus, model)),
+                        "cost_model": resolve_price(config.model, price_model=config.price_model).to_json(),
                         "settings": {"policies": config.policies, "windows": config.windows, "prompt": config.policy_prompt,
                                      "budget": config.policy_budget}}
             elif mode == "decay":

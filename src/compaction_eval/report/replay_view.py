@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from compaction_eval.contracts.labels import CATEGORIES
+from compaction_eval.report.horizon_table import cost_line, usd
 
 SHORT = {"intent": "int", "constraint": "con", "decision": "dec", "bug": "bug", "artifact": "art", "number": "num",
          "attempt": "att", "next_step": "nxt"}
@@ -34,7 +35,9 @@ def format_replay(data: dict[str, Any]) -> str:
         cell = f"{_pct(p['visible_recall'])} [{_pct(ci[0])},{_pct(ci[1])}]"
         lines.append(f"{escape_term(p['policy']):<16}{p['window']:>7}  {cell:>19}  {_pct(p['request_visible']):>7}  "
                      + " ".join(f"{_pct(p['by_category'].get(c)):>3}" for c in CATEGORIES)
-                     + f"  {p['compactions'] or 0:>7.1f} {p['overflow_samples']:>8} {p['cost_usd']:>8.3f}")
+                     + f"  {p['compactions'] or 0:>7.1f} {p['overflow_samples']:>8} {usd(p['cost_usd']):>8}")
+    if data.get("cost_model"):
+        lines.append(cost_line({**data["cost_model"], "source": "simulated from the replayed requests"}))
     return "\n".join(lines)
 
 
@@ -119,7 +122,7 @@ def replay_sections(run_dir: Path | str) -> str:
         rows = "".join(
             "<tr>" + _td(p["policy"]) + _td(p["window"]) + _td(f"{_pct(p['visible_recall'])} [{_pct((p['visible_recall_ci'] or [None])[0])}, {_pct((p['visible_recall_ci'] or [None, None])[1])}]")
             + _td(_pct(p["request_visible"])) + "".join(_td(_pct(p["by_category"].get(c))) for c in CATEGORIES)
-            + _td(p["compactions"]) + _td(p["overflow_samples"]) + _td(f"{p['cost_usd']:.3f}") + "</tr>"
+            + _td(p["compactions"]) + _td(p["overflow_samples"]) + _td(usd(p["cost_usd"])) + "</tr>"
             for p in replay["policies"])
         head = "".join(f"<th>{escape(h)}</th>" for h in ["policy", "window", "visible recall (95% CI)", "request kept",
                                                            *[SHORT[c] for c in CATEGORIES], "compactions", "overflow", "cost $"])
