@@ -123,7 +123,7 @@ def cross_validated(rs: Sequence[Row]) -> list[tuple[Row, bool, float]]:
 def decide(cal: Calibration, r: Row) -> tuple[bool, float]:
     if r.category in EXACT_CATEGORIES:
         return r.literal, cal.exact_probability(r.literal)
-    p = cal.probability(dict(zip(FEATURES, r.x)))
+    p = cal.probability(dict(zip(FEATURES, r.x, strict=True)))
     return calibrated_kept(p, r.rule_kept), p
 
 

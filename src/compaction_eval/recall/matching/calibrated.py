@@ -183,7 +183,7 @@ class Calibration:
     trained_on: dict[str, Any]
 
     def probability(self, feats: dict[str, float]) -> float:
-        z = self.intercept + sum(c * x for c, x in zip(self.coef, vector(feats)))
+        z = self.intercept + sum(c * x for c, x in zip(self.coef, vector(feats), strict=True))
         return 1.0 / (1.0 + math.exp(-z))
 
     def exact_probability(self, literal_kept: bool) -> float:
