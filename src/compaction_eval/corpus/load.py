@@ -23,14 +23,16 @@ if TYPE_CHECKING:  # datasets takes a second to import: only `to_dataset` needs 
     import datasets
 
 
-def _files(paths: Iterable[Path], keep, scanned: set[Path] | None = None) -> list[Path]:
-    """Files among `paths`; a directory gives the files directly in it (not subdirectories:
-    `labels/` holds the synthetic corpus and `labels/real/` the real one, run separately).
+def _files(paths: Iterable[Path], keep, scanned: set[Path] | None = None, depth: int = 0) -> list[Path]:
+    """Files among `paths`; a directory gives the files directly in it and, with `depth=1`,
+    those in its immediate subfolders too (one level, in name order).
     A file named twice (as itself and inside a named directory) is read once."""
     out: list[Path] = []
     for p in map(resolve_input, paths):
         if p.is_dir():
             found = sorted(f for f in p.glob("*") if f.is_file() and keep(f))
+            if depth:
+                found += sorted(f for f in p.glob("*/*") if f.is_file() and keep(f))
             out += found
             if scanned is not None:
                 scanned.update(found)
@@ -46,11 +48,18 @@ def _files(paths: Iterable[Path], keep, scanned: set[Path] | None = None) -> lis
 
 
 def trace_paths(paths: Iterable[Path | str], scanned: set[Path] | None = None) -> list[Path]:
-    """Trace files among `paths`; those found by scanning a directory are added to `scanned`."""
-    return _files(map(Path, paths), is_trace_file, scanned)
+    """Trace files among `paths`; those found by scanning a directory are added to `scanned`.
+
+    A trace directory may hold one level of source subfolders (`fixtures/real/<source>/`):
+    its own trace files come first, then each subfolder's, in name order. Deeper folders are
+    not read. `hf:` inputs (datasets) are not files: see `split_hf`.
+    """
+    return _files(map(Path, paths), is_trace_file, scanned, depth=1)
 
 
 def label_paths(paths: Iterable[Path | str]) -> list[Path]:
+    """Labels files among `paths`; a directory is flat (`labels/` holds the synthetic corpus
+    and `labels/real/` the real one, run separately or together by naming both)."""
     return _files(map(Path, paths), lambda f: f.suffix in (".yaml", ".yml"))
 
 
