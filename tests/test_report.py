@@ -33,15 +33,14 @@ from compaction_eval.contracts.runfiles import read_results, write_json_atomic
 from compaction_eval.gate.compare import compare_dirs
 from compaction_eval.recall.run import RecallConfig, run_recall
 from compaction_eval.report import plots
-from compaction_eval.report.render import render_report
 from compaction_eval.report.drilldown import (
     Mark,
     highlight_summary,
     mark_text,
     source_excerpt,
 )
-from compaction_eval.report.render import build_context, load_source_corpus, render_html
-from conftest import MINI_SWE, ROOT
+from compaction_eval.report.render import build_context, load_source_corpus, render_html, render_report
+from conftest import ROOT, real_trace
 
 # ----------------------------------------------------------------------------- headless Chromium
 
@@ -262,7 +261,7 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("report")
     traces, labels = write_hostile_corpus(root)
     common = dict(
-        traces=[str(MINI_SWE / "django__django-11087.traj.json"), str(traces)],
+        traces=[str(real_trace("django__django-11087")), str(traces)],
         labels=[str(ROOT / "labels" / "real" / "django__django-11087.yaml"), str(labels)],
         prompts=[str(ROOT / "prompts" / f"{p}.j2") for p in ("handoff", "recall_max", "terse")],
     )

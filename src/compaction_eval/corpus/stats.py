@@ -92,7 +92,7 @@ def _short(values: list[str], most: int = 2) -> str:
 def _align(rows: list[list[Any]], numeric: Iterable[int]) -> str:
     right = set(numeric)
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(str(v).rjust(w) if i in right else str(v).ljust(w) for i, (v, w) in enumerate(zip(r, widths))).rstrip()
+    return "\n".join("  ".join(str(v).rjust(w) if i in right else str(v).ljust(w) for i, (v, w) in enumerate(zip(r, widths, strict=True))).rstrip()
                      for r in rows)
 
 
