@@ -16,11 +16,13 @@ import pytest
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
 from compaction_eval.contracts.labels import lint_against_trace, load_labels
-from compaction_eval.contracts.traces import Trace, load_trace, trace_from_json, validate_trace
+from compaction_eval.contracts.traces import Trace, trace_from_json, validate_trace
 from compaction_eval.recall.matching.judge import JudgeVerdict, judge_facts
 from compaction_eval.recall.matching.literal import source_index
 from compaction_eval.recall.scoring import SummaryScore, score_summary
-from conftest import real_trace
+from conftest import MINI_SWE, needs_shared
+
+pytestmark = needs_shared  # builds its own trace from the raw mini-swe-agent file (other ids and indices than fixtures/real)
 
 DATA = Path(__file__).parent / "data" / "scoring"
 AT = 84
@@ -46,7 +48,7 @@ def trace_from_mini_swe(path: Path) -> Trace:
 
 @pytest.fixture(scope="module")
 def trace() -> Trace:
-    return load_trace(real_trace("django__django-11087"))
+    return trace_from_mini_swe(MINI_SWE / "django__django-11087.traj.json")
 
 
 @pytest.fixture(scope="module")
