@@ -272,6 +272,7 @@ def test_detect_format_tells_real_files_apart():
     assert set(FORMATS) == {"mini-swe-agent", "openai-chat", "anthropic"}
 
 
+@needs_shared
 def test_unknown_format_names_the_file(tmp_path):
     path = write_json(tmp_path / "events.json", {"events": []})
     with pytest.raises(ContractError, match=r"events\.json: cannot tell the trace format"):
