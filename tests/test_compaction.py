@@ -22,15 +22,15 @@ from compaction_eval.compaction.compact import (
 from compaction_eval.compaction.split import split_history
 from compaction_eval.contracts.prompts import load_candidates
 from compaction_eval.contracts.tokens import count_tokens
-from compaction_eval.contracts.traces import trace_from_json
-from compaction_eval.corpus.importers import convert
-from conftest import MINI_SWE, ROOT
+from compaction_eval.contracts.traces import load_trace, trace_from_json
+from conftest import ROOT
+from conftest import real_trace as shipped_trace
 from test_lint import TRACE
 
 
 @pytest.fixture(scope="module")
 def real_trace():
-    return trace_from_json(convert(MINI_SWE / "django__django-11087.traj.json"))
+    return load_trace(shipped_trace("django__django-11087"))
 
 
 @pytest.fixture(scope="module")

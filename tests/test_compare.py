@@ -27,7 +27,7 @@ from compaction_eval.gate.compare import (
     paired_delta,
 )
 from compaction_eval.recall.scoring import score_summary
-from conftest import MINI_SWE, ROOT
+from conftest import ROOT, real_trace
 
 # ----------------------------------------------------------------------------- builders
 
@@ -80,7 +80,7 @@ def test_real_summaries_of_a_real_trace_pair_by_fact():
     """Two 'runs' scoring real summaries of django__django-11087 at its labelled points: the
     candidate's summary is the baseline's with every line naming a file path removed, so the
     candidate loses exactly the path facts the baseline kept, and nothing else changes."""
-    trace, problems = read_trace(MINI_SWE / "django__django-11087.traj.json")
+    trace, problems = read_trace(real_trace("django__django-11087"))
     assert trace is not None, problems
     labels = load_labels(ROOT / "labels" / "real" / "django__django-11087.yaml")
     base_samples, cand_samples = [], []

@@ -11,14 +11,14 @@ from compaction_eval.contracts.labels import CATEGORIES, lint_against_trace, loa
 from compaction_eval.corpus.drafting import draft_labels
 from compaction_eval.corpus.load import load_corpus, read_trace
 from compaction_eval.corpus.stats import corpus_table
-from conftest import MINI_SWE, ROOT
+from conftest import REAL_MINI, ROOT
 
-REAL = ["django__django-11265.traj.json", "sympy__sympy-19040.traj.json", "pytest-dev__pytest-7490.traj.json"]
+REAL = ["django__django-11265.json.gz", "sympy__sympy-19040.json.gz", "pytest-dev__pytest-7490.json.gz"]
 
 
 @pytest.mark.parametrize("name", REAL)
 def test_draft_of_a_real_trace_lints_clean_and_has_candidates(tmp_path, name, capsys):
-    src = MINI_SWE / name
+    src = REAL_MINI / name
     trace, _ = read_trace(src)
     at = len(trace.messages) // 2
     out = tmp_path / f"{trace.id}.yaml"
@@ -44,32 +44,32 @@ def test_draft_finds_planted_facts_of_a_synthetic_trace():
 
 
 def test_draft_rejects_a_point_outside_the_trace(capsys):
-    assert main(["labels", "draft", str(MINI_SWE / REAL[0]), "--point", "9999"]) == 2
+    assert main(["labels", "draft", str(REAL_MINI / REAL[0]), "--point", "9999"]) == 2
     assert "outside the trace" in capsys.readouterr().err
 
 
 def test_lint_warns_on_drafts_but_passes(tmp_path, capsys):
-    src = MINI_SWE / REAL[0]
+    src = REAL_MINI / REAL[0]
     assert main(["labels", "draft", str(src), "--point", "30", "--out", str(tmp_path / "d.yaml")]) == 0
     capsys.readouterr()
-    assert main(["lint", str(tmp_path), "--traces", str(MINI_SWE)]) == 0
+    assert main(["lint", str(tmp_path), "--traces", str(REAL_MINI)]) == 0
     err = capsys.readouterr().err
     assert "warning:" in err and "labelled_by: draft" in err and "ok" in err
-    assert main(["lint", str(ROOT / "labels" / "real"), "--traces", str(MINI_SWE)]) == 0
+    assert main(["lint", str(ROOT / "labels" / "real"), "--traces", str(ROOT / "fixtures" / "real")]) == 0
     assert "warning" not in capsys.readouterr().err
 
 
 def test_corpus_table_splits_synthetic_and_real(capsys):
     real = sorted((ROOT / "labels" / "real").glob("*.yaml"))
     # Only the labelled real traces: reading all 30 would make this test slow for nothing.
-    corpus = load_corpus([ROOT / "fixtures" / "traces", *(MINI_SWE / f"{p.stem}.traj.json" for p in real)],
+    corpus = load_corpus([ROOT / "fixtures" / "traces", *(REAL_MINI / f"{p.stem}.json.gz" for p in real)],
                          [ROOT / "labels", *real])
     table = corpus_table(corpus)
     syn, hum, both = (table["groups"][k] for k in ("synthetic", "real", "all"))
     assert syn["traces"] == 11 and hum["traces"] == len(real) >= 15
     assert both["facts"] == syn["facts"] + hum["facts"] and set(both["facts_by_category"]) == set(CATEGORIES)
     assert all(syn["facts_by_category"][c] > 0 for c in CATEGORIES)
-    assert main(["corpus", "--traces", str(MINI_SWE / f"{real[0].stem}.traj.json"), "--labels", str(real[0]),
+    assert main(["corpus", "--traces", str(REAL_MINI / f"{real[0].stem}.json.gz"), "--labels", str(real[0]),
                  "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["groups"]["real"]["traces"] == 1
     assert main(["corpus"]) == 0

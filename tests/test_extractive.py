@@ -31,12 +31,13 @@ from inspect_ai.tool import ToolCall
 from compaction_eval.compaction.transcript import parse_conversation
 from compaction_eval.contracts.prompts import Candidate, load_candidates
 from compaction_eval.contracts.tokens import count_tokens
+from compaction_eval.contracts.traces import load_trace
 from compaction_eval.standins.directives import parse_directives
 from compaction_eval.standins.sentences import cut_text, extract_units
-from conftest import MINI_SWE, ROOT
+from conftest import ROOT, real_trace
 
-TRACE = MINI_SWE / "django__django-11087.traj.json"
-SPAN = slice(1, 76)  # the issue text through the second failing test run: ~46k tokens
+TRACE = real_trace("django__django-11087")
+SPAN = slice(0, 75)  # the issue text through the second failing test run: ~46k tokens
 BASH = re.compile(r"```bash\n(.*?)\n```", re.S)
 PATHISH = re.compile(r"[\w./-]*/[\w.-]+|\b[\w-]+\.py\b")
 
@@ -48,7 +49,7 @@ def _turns(structured: bool) -> list[tuple[str, str, str | None]]:
     """The span as (role, text, command) turns. Structured: an assistant's single ```bash```
     block becomes a bash tool call and the observation after it a tool result (the shape of
     agents with real tool calls); otherwise messages stay as mini-swe-agent wrote them."""
-    messages = json.loads(TRACE.read_text())["messages"][SPAN]
+    messages = load_trace(TRACE).messages[SPAN]
     turns: list[tuple[str, str, str | None]] = []
     called = False
     for m in messages:

@@ -14,7 +14,6 @@ from compaction_eval.contracts.traces import (
     load_trace,
     message_text,
     read_json_file,
-    trace_from_json,
     validate_trace,
 )
 from compaction_eval.corpus.importers import (
@@ -24,11 +23,12 @@ from compaction_eval.corpus.importers import (
     detect_format,
 )
 from compaction_eval.corpus.importing import import_files
-from conftest import MINI_SWE, ROOT, SHARED_DATA
+from conftest import MINI_SWE, REAL_MINI, ROOT, SHARED_DATA, needs_shared
 
 OPENHANDS = SHARED_DATA / "openhands" / "swe-gym-openhands" / "sample_raw.json"
 MINI_FILES = sorted(MINI_SWE.glob("*.traj.json"))
-REAL_LABELS = sorted((ROOT / "labels" / "real").glob("*.yaml"))
+# the mini-swe-agent labels (the rules below are theirs; other sources are checked in test_importers_real)
+REAL_LABELS = sorted(p for p in (ROOT / "labels" / "real").glob("*.yaml") if (REAL_MINI / f"{p.stem}.json.gz").exists())
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +50,7 @@ def write_json(path: Path, data) -> Path:
 # ------------------------------------------------------------------ mini-swe-agent
 
 
+@needs_shared
 def test_all_mini_swe_agent_trajectories_convert_one_message_per_source_message(mini_converted):
     assert len(mini_converted) == 30
     for name, (src, trace) in mini_converted.items():
@@ -67,6 +68,7 @@ def test_all_mini_swe_agent_trajectories_convert_one_message_per_source_message(
             assert msg == {"role": original["role"], "content": original["content"]}
 
 
+@needs_shared
 def test_mini_swe_agent_spot_checks(mini_converted):
     _, django = mini_converted["django__django-11087.traj.json"]
     msgs = django["messages"]
@@ -108,6 +110,7 @@ def test_mini_swe_agent_bad_role_names_file_and_message(tmp_path):
 # ------------------------------------------------------------------ openai-chat (OpenHands)
 
 
+@needs_shared
 def test_openhands_samples_convert_and_pair_every_tool_call(openhands):
     samples, traces = openhands
     assert detect_format(samples) == "openai-chat"
@@ -146,6 +149,7 @@ def test_openhands_samples_convert_and_pair_every_tool_call(openhands):
         assert trace["metadata"]["sample_info"]["resolved"] is True
 
 
+@needs_shared
 def test_openhands_spot_checks(openhands):
     samples, traces = openhands
     mypy = traces[0]
@@ -258,6 +262,7 @@ def test_anthropic_contract_break_is_reported_with_place(tmp_path):
 # ------------------------------------------------------------------ formats
 
 
+@needs_shared
 def test_detect_format_tells_real_files_apart():
     assert detect_format(read_json_file(MINI_FILES[0])) == "mini-swe-agent"
     assert detect_format(read_json_file(OPENHANDS)) == "openai-chat"
@@ -267,6 +272,7 @@ def test_detect_format_tells_real_files_apart():
     assert set(FORMATS) == {"mini-swe-agent", "openai-chat", "anthropic"}
 
 
+@needs_shared
 def test_unknown_format_names_the_file(tmp_path):
     path = write_json(tmp_path / "events.json", {"events": []})
     with pytest.raises(ContractError, match=r"events\.json: cannot tell the trace format"):
@@ -276,6 +282,7 @@ def test_unknown_format_names_the_file(tmp_path):
     assert convert(MINI_FILES[0], fmt="mini-swe-agent-1")["id"] == MINI_FILES[0].name.removesuffix(".traj.json")
 
 
+@needs_shared
 def test_convert_needs_a_sample_for_multi_trace_files():
     with pytest.raises(ContractError, match="holds 5 traces"):
         convert(OPENHANDS)
@@ -285,6 +292,7 @@ def test_convert_needs_a_sample_for_multi_trace_files():
 # ------------------------------------------------------------------ import_files
 
 
+@needs_shared
 def test_import_files_writes_loadable_traces(tmp_path):
     out = tmp_path / "out"
     written = import_files([MINI_FILES[0], OPENHANDS], None, out)
@@ -297,6 +305,7 @@ def test_import_files_writes_loadable_traces(tmp_path):
     assert loaded.to_json() == convert(MINI_FILES[0])
 
 
+@needs_shared
 def test_import_files_writes_nothing_when_one_source_is_bad(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
@@ -312,6 +321,7 @@ def test_import_files_writes_nothing_when_one_source_is_bad(tmp_path):
     assert not fresh.exists()
 
 
+@needs_shared
 def test_import_files_refuses_duplicate_ids(tmp_path):
     with pytest.raises(ContractError, match="also produced by"):
         import_files([MINI_FILES[0], MINI_FILES[0]], "mini-swe-agent", tmp_path / "out")
@@ -330,8 +340,7 @@ def test_real_labels_exist_for_varied_repositories():
 @pytest.mark.parametrize("path", REAL_LABELS, ids=lambda p: p.stem)
 def test_real_labels_load_and_lint_clean(path):
     labels = load_labels(path)
-    source = MINI_SWE / f"{labels.trace}.traj.json"
-    trace = trace_from_json(convert(source), source)
+    trace = load_trace(REAL_MINI / f"{labels.trace}.json.gz")
     assert lint_against_trace(labels, trace) == []
     assert labels.trace == path.stem == trace.id
     assert labels.labelled_by == "human"
@@ -353,7 +362,7 @@ def test_lint_catches_a_key_missing_from_the_history(tmp_path):
     original = ROOT / "labels" / "real" / "sympy__sympy-15976.yaml"
     broken = tmp_path / original.name
     broken.write_text(original.read_text().replace('"s/mmsubsup/msubsup/g"', '"s/msubsup/mmsubsup/g"'))
-    trace = trace_from_json(convert(MINI_SWE / "sympy__sympy-15976.traj.json"))
+    trace = load_trace(REAL_MINI / "sympy__sympy-15976.json.gz")
     problems = lint_against_trace(load_labels(broken), trace)
     assert [p.place for p in problems] == [problems[0].place] and "keys[0]" in problems[0].place
 

@@ -14,7 +14,7 @@ from compaction_eval.cli.main import main
 from compaction_eval.contracts.problems import ContractError
 from compaction_eval.corpus.importers import convert
 from compaction_eval.corpus.load import load_corpus
-from conftest import MINI_SWE
+from conftest import MINI_SWE, needs_shared
 
 TRACE = {
     "schema": "compaction-eval/trace@1",
@@ -192,6 +192,7 @@ def test_gzip_trace_loads(tmp_path):
     assert corpus.traces["t1"].path == gz
 
 
+@needs_shared
 def test_real_mini_swe_agent_traces_lint_clean(tmp_path, capsys):
     """Real trajectories converted to trace@1 pass lint, as files and read in place."""
     sources = sorted(MINI_SWE.glob("*.traj.json"))[:6]

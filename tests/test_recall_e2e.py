@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MINI_SWE, ROOT
+from conftest import REAL, ROOT
 
 SMALL = [
     "--traces", str(ROOT / "fixtures" / "traces"),
@@ -123,9 +123,9 @@ def test_inspect_eval_runs_the_task_file(tmp_path):
 
 
 def test_real_traces_are_read_in_place(tmp_path):
-    """The real corpus: labels/real against ../shared/data, converted in memory."""
+    """The real corpus: labels/real against fixtures/real (source subfolders)."""
     label = ROOT / "labels" / "real" / "django__django-11087.yaml"
-    proc = cli("recall", "--traces", str(MINI_SWE), "--labels", str(label), "--prompts", str(ROOT / "prompts" / "handoff.j2"),
+    proc = cli("recall", "--traces", str(REAL), "--labels", str(label), "--prompts", str(ROOT / "prompts" / "handoff.j2"),
                "--display", "none", "--out", str(tmp_path / "results"), "--run", "real", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "skipped" in proc.stderr and "results_summary.json" in proc.stderr  # said, not silent

@@ -15,7 +15,7 @@ from compaction_eval.contracts.problems import ContractError
 from compaction_eval.contracts.prompts import load_candidates
 from compaction_eval.contracts.traces import trace_from_json
 from compaction_eval.corpus.load import load_corpus
-from conftest import MINI_SWE, ROOT
+from conftest import REAL_MINI, ROOT
 
 TRACE = ROOT / "fixtures" / "traces" / "synth-pipeline-incident-001.json.gz"
 LABELS = ROOT / "labels" / "synth-pipeline-incident-001.yaml"
@@ -207,13 +207,12 @@ def test_gate_flags_a_decay_regression():
     assert decay_regressed([verdict])
 
 
-@pytest.mark.skipif(not MINI_SWE.is_dir(), reason="real traces in ../shared/data/mini-swe-agent are absent")
 def test_text_protocol_trace_replays_commands_as_tool_calls():
     from compaction_eval.horizon.prices import price_for
     from compaction_eval.replay.common import open_model
     from compaction_eval.replay.replay import ReplaySettings, replay_trace
 
-    real = load_corpus([MINI_SWE], [ROOT / "labels" / "real" / "sphinx-doc__sphinx-8120.yaml"])
+    real = load_corpus([REAL_MINI], [ROOT / "labels" / "real" / "sphinx-doc__sphinx-8120.yaml"])
     (tid,) = real.labels
     settings = ReplaySettings(prompts_dir=str(ROOT / "prompts"))
     model = open_model("extractive/default")

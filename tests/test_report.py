@@ -40,7 +40,7 @@ from compaction_eval.report.drilldown import (
     source_excerpt,
 )
 from compaction_eval.report.render import build_context, load_source_corpus, render_html, render_report
-from conftest import MINI_SWE, ROOT
+from conftest import ROOT, real_trace
 
 # ----------------------------------------------------------------------------- headless Chromium
 
@@ -261,7 +261,7 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("report")
     traces, labels = write_hostile_corpus(root)
     common = dict(
-        traces=[str(MINI_SWE / "django__django-11087.traj.json"), str(traces)],
+        traces=[str(real_trace("django__django-11087")), str(traces)],
         labels=[str(ROOT / "labels" / "real" / "django__django-11087.yaml"), str(labels)],
         prompts=[str(ROOT / "prompts" / f"{p}.j2") for p in ("handoff", "recall_max", "terse")],
     )

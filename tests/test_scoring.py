@@ -20,7 +20,9 @@ from compaction_eval.contracts.traces import Trace, trace_from_json, validate_tr
 from compaction_eval.recall.matching.judge import JudgeVerdict, judge_facts
 from compaction_eval.recall.matching.literal import source_index
 from compaction_eval.recall.scoring import SummaryScore, score_summary
-from conftest import MINI_SWE
+from conftest import MINI_SWE, needs_shared
+
+pytestmark = needs_shared  # builds its own trace from the raw mini-swe-agent file (other ids and indices than fixtures/real)
 
 DATA = Path(__file__).parent / "data" / "scoring"
 AT = 84

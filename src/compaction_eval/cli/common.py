@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 from compaction_eval.cli.progress import add_output_args
+from compaction_eval.contracts.paths import DEFAULTS
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.settings import (
     DEFAULT_BUDGET,
@@ -17,9 +18,9 @@ from compaction_eval.contracts.settings import (
     DEFAULT_SHAPE,
 )
 
-DEFAULT_TRACES = ["fixtures/traces"]
-DEFAULT_LABELS = ["labels"]
-DEFAULT_PROMPTS = ["prompts"]
+DEFAULT_TRACES = list(DEFAULTS["traces"])
+DEFAULT_LABELS = list(DEFAULTS["labels"])
+DEFAULT_PROMPTS = list(DEFAULTS["prompts"])
 STATE_DIR = Path(".compaction-eval")
 
 
@@ -64,8 +65,8 @@ def run_dir(args: argparse.Namespace) -> Path:
 
 def add_recall_args(p: argparse.ArgumentParser) -> None:
     """Options of the fact-recall suite (shared by `recall` and `run`)."""
-    p.add_argument("--traces", nargs="+", help="trace files or directories (default: fixtures/traces)")
-    p.add_argument("--labels", nargs="+", help="labels files or directories (default: labels)")
+    p.add_argument("--traces", nargs="+", help="trace files or directories, a directory with one level of source subfolders, or hf:DATASET (default: fixtures/traces fixtures/real)")
+    p.add_argument("--labels", nargs="+", help="labels files or directories (DIR#N: at most N labelled traces per source), or hf:DATASET (default: labels labels/real#2)")
     p.add_argument("--prompts", nargs="+", help="prompt templates or directories (default: prompts)")
     p.add_argument("--model", default=DEFAULT_MODEL, help="compaction model (default: the offline extractive summariser)")
     p.add_argument("--judge-model", help="LLM judge for meaning categories (optional)")

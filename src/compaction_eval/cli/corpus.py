@@ -66,9 +66,20 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_corpus_export(args: argparse.Namespace) -> int:
+    from compaction_eval.corpus.hf import export_hf
+    from compaction_eval.corpus.load import load_corpus
+
+    corpus = load_corpus(args.traces or DEFAULT_TRACES, args.labels or DEFAULT_LABELS)
+    out = export_hf(corpus, Path(args.out), name=args.name)
+    print(f"corpus export: {len(corpus.traces)} trace(s), {len(corpus.labels)} labelled, written to {out} "
+          f"(datasets.load_from_disk / load_dataset; read back with --traces hf:{out} --labels hf:{out})", file=sys.stderr)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("lint", help="check traces and labels; every problem with file and place")
-    p.add_argument("paths", nargs="*", help="files or directories (default: fixtures/traces labels)")
+    p.add_argument("paths", nargs="*", help=f"files or directories (default: {' '.join(DEFAULT_TRACES + DEFAULT_LABELS)})")
     p.add_argument("--traces", nargs="*", default=DEFAULT_TRACES, help="where the traces of linted labels live")
     p.set_defaults(func=cmd_lint)
 
@@ -86,8 +97,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--out", help="write the draft here (default: standard output)")
     q.set_defaults(func=cmd_labels_draft)
 
-    p = sub.add_parser("corpus", help="corpus statistics: traces, tokens, points, facts by category, synthetic vs real")
-    p.add_argument("--traces", nargs="+", help="trace files or directories (default: fixtures/traces)")
-    p.add_argument("--labels", nargs="+", help="labels files or directories (default: labels)")
+    p = sub.add_parser("corpus", help="corpus statistics: traces, tokens, points, facts by category, synthetic vs real, by source; export")
+    _corpus_inputs(p)
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=cmd_corpus)
+    corpus_sub = p.add_subparsers(dest="corpus_command")
+    q = corpus_sub.add_parser("export", help="write traces + labels + provenance as a Hugging Face dataset folder")
+    q.add_argument("out", help="the dataset folder to write (replaced if it is an earlier export)")
+    q.add_argument("--format", choices=["hf"], default="hf", help="hf: datasets.save_to_disk layout plus a dataset card")
+    q.add_argument("--name", default="compaction-eval corpus", help="the dataset's name in its card")
+    _corpus_inputs(q)
+    q.set_defaults(func=cmd_corpus_export)
+
+
+def _corpus_inputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--traces", nargs="+", help=f"trace files or directories, or hf:DATASET (default: {' '.join(DEFAULT_TRACES)})")
+    p.add_argument("--labels", nargs="+", help=f"labels files or directories (DIR#N: N labelled traces per source), or hf:DATASET (default: {' '.join(DEFAULT_LABELS)})")

@@ -82,6 +82,7 @@ class Labels:
     avoid: tuple[AvoidItem, ...] = ()
     path: Path | None = None
     lines: dict[str, int] = field(default_factory=dict, repr=False)
+    text: str | None = field(default=None, repr=False, compare=False)  # the YAML it was read from
 
     def expected(self, at: int) -> list[Fact]:
         return [f for f in self.facts if f.expected_at(at)]
@@ -252,7 +253,9 @@ def labels_from_text(text: str, path: Path | None = None) -> Labels:
     problems = _check(data, where, lines)
     if problems:
         raise ContractError(problems)
-    return _labels_from(data, path, lines)
+    labels = _labels_from(data, path, lines)
+    labels.text = text
+    return labels
 
 
 def lint_against_trace(labels: Labels, trace: Trace) -> list[Problem]:

@@ -15,13 +15,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-# kind -> the default name (relative to a project directory or to the package data)
-DEFAULTS = {
-    "traces": "fixtures/traces",
-    "labels": "labels",
-    "prompts": "prompts",
-    "gold": "labels/gold",
+# kind -> the default names (relative to a project directory or to the package data).
+# The default corpus is the synthetic one plus a fixed subset of the real one: `#2` keeps at
+# most two labelled traces per source (corpus.load.per_source_limit), so `run` stays fast.
+DEFAULTS: dict[str, tuple[str, ...]] = {
+    "traces": ("fixtures/traces", "fixtures/real"),
+    "labels": ("labels", "labels/real#2"),
+    "prompts": ("prompts",),
+    "gold": ("labels/gold",),
 }
+_NAMES = {n.partition("#")[0] for names in DEFAULTS.values() for n in names}
 PROJECT_MARKERS = ("prompts", "fixtures", "labels")
 
 
@@ -42,16 +45,24 @@ def _default_name(path: Path | str) -> str | None:
     if p.is_absolute():
         return None
     name = p.as_posix()
-    return name if name in DEFAULTS.values() else None
+    return name if name in _NAMES else None
+
+
+def split_selector(path: Path | str) -> tuple[str, str]:
+    """`labels/real#2` -> (`labels/real`, `#2`); anything else -> (path, "")."""
+    text = str(path)
+    base, sep, n = text.rpartition("#")
+    return (base, sep + n) if sep and base and n.isdigit() else (text, "")
 
 
 def resolve_input(path: Path | str, cwd: Path | None = None) -> Path:
     """One input path: a default name outside a project means the package's copy; anything
     else (including default names inside a project) is used as given."""
-    name = _default_name(path)
+    base, selector = split_selector(path)
+    name = _default_name(base)
     if name is None or project_dir(cwd) is not None:
         return Path(path)
-    return package_data() / name
+    return Path(f"{package_data() / name}{selector}")
 
 
 def resolve_inputs(paths: Iterable[Path | str] | None, kind: str | None = None, cwd: Path | None = None) -> list[Path]:
@@ -61,10 +72,10 @@ def resolve_inputs(paths: Iterable[Path | str] | None, kind: str | None = None, 
     if not given:
         if kind is None:
             return []
-        given = [DEFAULTS[kind]]
+        given = list(DEFAULTS[kind])
     return [resolve_input(p, cwd) for p in given]
 
 
 def default_input(kind: str, cwd: Path | None = None) -> Path:
-    """Where the default input of `kind` is for this working directory."""
-    return resolve_input(DEFAULTS[kind], cwd)
+    """Where the (first) default input of `kind` is for this working directory."""
+    return resolve_input(DEFAULTS[kind][0], cwd)

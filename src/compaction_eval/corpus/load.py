@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from compaction_eval.contracts.labels import Labels, lint_against_trace, load_labels
-from compaction_eval.contracts.paths import resolve_input
+from compaction_eval.contracts.paths import resolve_input, split_selector
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.traces import (
     SCHEMA,
@@ -18,19 +18,24 @@ from compaction_eval.contracts.traces import (
     trace_from_json,
     validate_trace,
 )
+from compaction_eval.corpus.hf import is_hf
+from compaction_eval.corpus.hf import read_labels as read_hf_labels
+from compaction_eval.corpus.hf import read_traces as read_hf_traces
 
 if TYPE_CHECKING:  # datasets takes a second to import: only `to_dataset` needs it
     import datasets
 
 
-def _files(paths: Iterable[Path], keep, scanned: set[Path] | None = None) -> list[Path]:
-    """Files among `paths`; a directory gives the files directly in it (not subdirectories:
-    `labels/` holds the synthetic corpus and `labels/real/` the real one, run separately).
+def _files(paths: Iterable[Path], keep, scanned: set[Path] | None = None, depth: int = 0) -> list[Path]:
+    """Files among `paths`; a directory gives the files directly in it and, with `depth=1`,
+    those in its immediate subfolders too (one level, in name order).
     A file named twice (as itself and inside a named directory) is read once."""
     out: list[Path] = []
     for p in map(resolve_input, paths):
         if p.is_dir():
             found = sorted(f for f in p.glob("*") if f.is_file() and keep(f))
+            if depth:
+                found += sorted(f for f in p.glob("*/*") if f.is_file() and keep(f))
             out += found
             if scanned is not None:
                 scanned.update(found)
@@ -46,12 +51,38 @@ def _files(paths: Iterable[Path], keep, scanned: set[Path] | None = None) -> lis
 
 
 def trace_paths(paths: Iterable[Path | str], scanned: set[Path] | None = None) -> list[Path]:
-    """Trace files among `paths`; those found by scanning a directory are added to `scanned`."""
-    return _files(map(Path, paths), is_trace_file, scanned)
+    """Trace files among `paths`; those found by scanning a directory are added to `scanned`.
+
+    A trace directory may hold one level of source subfolders (`fixtures/real/<source>/`):
+    its own trace files come first, then each subfolder's, in name order. Deeper folders are
+    not read. `hf:` inputs (datasets) are not files: see `split_hf`.
+    """
+    return _files(map(Path, paths), is_trace_file, scanned, depth=1)
 
 
 def label_paths(paths: Iterable[Path | str]) -> list[Path]:
-    return _files(map(Path, paths), lambda f: f.suffix in (".yaml", ".yml"))
+    """Labels files among `paths`; a directory is flat (`labels/` holds the synthetic corpus
+    and `labels/real/` the real one, run separately or together by naming both). A selector
+    `DIR#N` is ignored here (every file is listed): `check_corpus` applies it."""
+    return _files((Path(split_selector(p)[0]) for p in paths), lambda f: f.suffix in (".yaml", ".yml"))
+
+
+def per_source_limit(labels: list[Labels], traces: dict[str, Trace], n: int) -> list[Labels]:
+    """At most `n` labels per source (the first by trace id), for an input `DIR#N`. Labels of
+    a trace that is not loaded are kept, so that the caller reports them."""
+    from compaction_eval.corpus.stats import source_of
+
+    taken: dict[str, int] = {}
+    kept = []
+    for lab in sorted(labels, key=lambda lab: lab.trace):
+        trace = traces.get(lab.trace)
+        if trace is not None:
+            src = source_of(trace)
+            if taken.get(src, 0) >= n:
+                continue
+            taken[src] = taken.get(src, 0) + 1
+        kept.append(lab)
+    return kept
 
 
 class NotATrace(Exception):
@@ -124,15 +155,28 @@ class Corpus:
 
 
 def check_corpus(trace_inputs: Iterable[Path | str], label_inputs: Iterable[Path | str]) -> tuple[Corpus, list[Problem]]:
-    """Load everything, collecting every problem instead of stopping at the first."""
+    """Load everything, collecting every problem instead of stopping at the first.
+
+    An input `hf:PATH` (a dataset folder or a Hub name, see corpus.hf) gives the traces, or
+    the labels, of that dataset's rows; every other input is a file or directory.
+    """
+    trace_inputs, label_inputs = list(trace_inputs), list(label_inputs)
     problems: list[Problem] = []
     traces: dict[str, Trace] = {}
     scanned: set[Path] = set()
     skipped: list[Path] = []
     try:
-        t_files, l_files = trace_paths(trace_inputs, scanned), label_paths(label_inputs)
+        t_files = trace_paths([p for p in trace_inputs if not is_hf(p)], scanned)
+        label_paths([p for p in label_inputs if not is_hf(p)])  # every input exists
     except ContractError as exc:
         return Corpus({}, {}), exc.problems
+
+    def add(trace: Trace) -> None:
+        if trace.id in traces:
+            problems.append(Problem(str(trace.path), "id", f"trace id {trace.id!r} also in {traces[trace.id].path}"))
+        else:
+            traces[trace.id] = trace
+
     for path in t_files:
         try:
             trace, found = read_trace(path, strict=path not in scanned)
@@ -140,26 +184,50 @@ def check_corpus(trace_inputs: Iterable[Path | str], label_inputs: Iterable[Path
             skipped.append(path)
             continue
         problems += found
-        if trace is None:
-            continue
-        if trace.id in traces:
-            problems.append(Problem(str(path), "id", f"trace id {trace.id!r} also in {traces[trace.id].path}"))
-            continue
-        traces[trace.id] = trace
-    labels: dict[str, Labels] = {}
-    for path in l_files:
+        if trace is not None:
+            add(trace)
+    for spec in filter(is_hf, trace_inputs):
         try:
-            lab = load_labels(path)
+            from_hf, found = read_hf_traces(str(spec))
         except ContractError as exc:
             problems += exc.problems
             continue
+        problems += found
+        for trace in from_hf:
+            add(trace)
+    candidates: list[Labels] = []
+    seen: set[Path] = set()
+    for spec in label_inputs:
+        if is_hf(spec):
+            continue
+        limit = split_selector(spec)[1]
+        chosen = []
+        for path in label_paths([spec]):
+            if path.resolve() in seen:  # a file named twice is read once
+                continue
+            seen.add(path.resolve())
+            try:
+                chosen.append(load_labels(path))
+            except ContractError as exc:
+                problems += exc.problems
+        candidates += per_source_limit(chosen, traces, int(limit[1:])) if limit else chosen
+    for spec in filter(is_hf, label_inputs):
+        try:
+            from_hf, found = read_hf_labels(str(spec))
+        except ContractError as exc:
+            problems += exc.problems
+            continue
+        problems += found
+        candidates += from_hf
+    labels: dict[str, Labels] = {}
+    for lab in candidates:
         if lab.trace in labels:
-            problems.append(Problem(str(path), lab.place("trace"), f"a second labels file for {lab.trace!r} (first: {labels[lab.trace].path})"))
+            problems.append(Problem(str(lab.path), lab.place("trace"), f"a second labels file for {lab.trace!r} (first: {labels[lab.trace].path})"))
             continue
         trace = traces.get(lab.trace)
         if trace is None:
-            where = ", ".join(sorted({str(p if Path(p).is_dir() else Path(p).parent) for p in trace_inputs})) or "(no trace paths)"
-            problems.append(Problem(str(path), lab.place("trace"), f"labels a trace {lab.trace!r} that does not exist in {where}"))
+            where = ", ".join(sorted({str(p) if is_hf(p) or Path(p).is_dir() else str(Path(p).parent) for p in trace_inputs})) or "(no trace paths)"
+            problems.append(Problem(str(lab.path), lab.place("trace"), f"labels a trace {lab.trace!r} that does not exist in {where}"))
             continue
         problems += lint_against_trace(lab, trace)
         labels[lab.trace] = lab

@@ -1,11 +1,14 @@
-"""Corpus statistics for the run header: traces, tokens, points, facts by category."""
+"""Corpus statistics for the run header: traces, tokens, points, facts by category; by origin
+(synthetic / real) and by source (the agent a trace came from)."""
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from compaction_eval.contracts.labels import CATEGORIES
+from compaction_eval.contracts.traces import Trace
 from compaction_eval.corpus.load import Corpus
 
 
@@ -25,7 +28,72 @@ def corpus_stats(corpus: Corpus) -> dict[str, Any]:
         "real_traces": len(traces) - labelled_by.get("generator", 0),
         "unlabelled_traces": len(corpus.traces) - len(traces),
         "skipped_files": [str(p) for p in corpus.skipped],
+        "by_source": by_source(corpus),
     }
+
+
+def source_of(trace: Trace) -> str:
+    """The source a trace came from: the first part of `source.corpus` (`openhands/sweplay` is
+    `openhands`, the folder of fixtures/real), else `source.kind` (`synthetic`, or the
+    importer's format for a file converted in memory), else `unknown`."""
+    name = trace.source.get("corpus") or trace.source.get("kind") or "unknown"
+    return str(name).split("/")[0]
+
+
+def _distinct(values: Iterable[Any]) -> list[str]:
+    return sorted({str(v) for v in values if v not in (None, "")})
+
+
+def by_source(corpus: Corpus) -> list[dict[str, Any]]:
+    """One row per source, in name order: agents, models, task kinds and licenses seen, then
+    the numbers of `_group` for its labelled traces and how many of its traces are unlabelled."""
+    sources: dict[str, list[str]] = defaultdict(list)
+    for tid, trace in corpus.traces.items():
+        sources[source_of(trace)].append(tid)
+    rows = []
+    for name in sorted(sources):
+        tids = sorted(sources[name])
+        labelled = [t for t in tids if t in corpus.labels]
+        traces = [corpus.traces[t] for t in tids]
+        meta = [t.metadata for t in traces]
+        rows.append({
+            "source": name,
+            "agents": _distinct(m.get("agent") for m in meta),
+            "models": _distinct(m.get("model") for m in meta),
+            "task_kinds": _distinct(m.get("task_kind") or m.get("family") for m in meta),
+            "licenses": _distinct(t.source.get("license") for t in traces),
+            "labelled_by": dict(sorted(Counter(corpus.labels[t].labelled_by for t in labelled).items())),
+            **_group(corpus, labelled),
+            "unlabelled_traces": len(tids) - len(labelled),
+        })
+    return rows
+
+
+def format_source_table(rows: list[dict[str, Any]]) -> str:
+    """`by_source` as aligned text: the numbers, then what each source is."""
+    cats = list(CATEGORIES)
+    head = ["source", "traces", "unlabelled", "tokens", "points", "facts", *cats]
+    numbers = [head] + [
+        [r["source"], r["traces"], r["unlabelled_traces"], r["tokens"], r["points"], r["facts"], *(r["facts_by_category"][c] for c in cats)]
+        for r in rows
+    ]
+    what = [["source", "agent", "model", "task kind"]] + [
+        [r["source"], _short(r["agents"]), _short(r["models"]), _short(r["task_kinds"])] for r in rows
+    ]
+    return _align(numbers, numeric=range(1, len(head))) + "\n\n" + _align(what, numeric=())
+
+
+def _short(values: list[str], most: int = 2) -> str:
+    if not values:
+        return "-"
+    return ", ".join(values[:most]) + (f" (+{len(values) - most})" if len(values) > most else "")
+
+
+def _align(rows: list[list[Any]], numeric: Iterable[int]) -> str:
+    right = set(numeric)
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(str(v).rjust(w) if i in right else str(v).ljust(w) for i, (v, w) in enumerate(zip(r, widths, strict=True))).rstrip()
+                     for r in rows)
 
 
 def _group(corpus: Corpus, tids: list[str]) -> dict[str, Any]:
@@ -57,6 +125,7 @@ def corpus_table(corpus: Corpus) -> dict[str, Any]:
         "drafts": sum(corpus.labels[t].labelled_by == "draft" for t in labelled),
         "unlabelled_traces": len(corpus.traces) - len(labelled),
         "skipped_files": [str(p) for p in corpus.skipped],
+        "by_source": by_source(corpus),
     }
 
 
@@ -68,9 +137,9 @@ def format_corpus_table(table: dict[str, Any]) -> str:
     for name, g in table["groups"].items():
         rows.append([name, g["traces"], g["tokens"], g["tokens_min"], g["tokens_max"], g["points"], g["facts"],
                      g["critical"], g["avoid"], *(g["facts_by_category"][c] for c in cats)])
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(head))]
-    lines = ["  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w) for i, (v, w) in enumerate(zip(r, widths)))
-             for r in rows]
+    lines = [_align(rows, numeric=range(1, len(head)))]
+    if table.get("by_source"):
+        lines += ["", "by source:", format_source_table(table["by_source"])]
     if table["drafts"]:
         lines.append(f"({table['drafts']} labels file(s) are unchecked drafts)")
     if table["unlabelled_traces"]:

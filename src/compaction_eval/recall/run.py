@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from compaction_eval.contracts.paths import resolve_inputs
+from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import load_candidates
 from compaction_eval.contracts.runfiles import (
     PID_FILE,
@@ -34,6 +35,8 @@ from compaction_eval.contracts.settings import (
     DEFAULT_SHAPE,
     is_stand_in,
 )
+from compaction_eval.corpus.hf import absolute as hf_absolute
+from compaction_eval.corpus.hf import is_hf
 from compaction_eval.corpus.load import load_corpus
 from compaction_eval.corpus.stats import corpus_stats
 from compaction_eval.recall.aggregate import summarise_prompts, uncertain_count
@@ -206,6 +209,23 @@ def _failure_message(log: Any, max_retries: int) -> str:
     return first[:400] or f"status {log.status}"
 
 
+def _resolve(paths: list[str], kind: str) -> list[Any]:
+    """Input paths with default names resolved; `hf:` datasets are kept as strings."""
+    return [p if is_hf(p) else resolve_inputs([p], kind)[0] for p in paths] if paths else resolve_inputs(None, kind)
+
+
+def _hf_files(corpus: Any, stage: Path) -> tuple[list[str], list[str]]:
+    """The corpus read from `hf:` inputs, written as files for the inspect task (its solver and
+    scorer read each sample's trace and labels by path); removed when the run ends."""
+    base = stage / "hf-inputs"
+    (base / "labels").mkdir(parents=True, exist_ok=True)
+    for tid, trace in corpus.traces.items():
+        write_json_atomic(base / "traces" / f"{tid}.json", trace.to_json())
+    for tid, lab in corpus.labels.items():
+        (base / "labels" / f"{tid}.yaml").write_text(lab.text or "", encoding="utf-8")
+    return [str(base / "traces")], [str(base / "labels")]
+
+
 def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
     """Evaluate every prompt on every sample; write `out_dir/results.json` and the logs.
 
@@ -218,8 +238,12 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
     # results.json records where the inputs were read (absolute: a report renders from any
     # directory) and the paths as given (found again when a run directory is moved).
     given = {kind: [str(p) for p in getattr(config, kind)] for kind in ("traces", "labels", "prompts")}
-    config = replace(config, **{kind: [str(p.resolve()) for p in resolve_inputs(paths, kind)] for kind, paths in given.items()})
+    config = replace(config, **{kind: [hf_absolute(p) if is_hf(p) else str(p.resolve()) for p in _resolve(paths, kind)]
+                                    for kind, paths in given.items()})
     corpus = load_corpus(config.traces, config.labels)
+    from_hf = any(map(is_hf, [*config.traces, *config.labels]))
+    if from_hf and config.redact:
+        raise ContractError([Problem("--redact", "", "not available with hf: inputs (redact the files, then export them)")])
     candidates = load_candidates(config.prompts)
     from inspect_ai import eval as inspect_eval  # slow import: only when something runs
     from inspect_ai.model import get_model
@@ -236,6 +260,8 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
         if resumed:
             print(f"note: resuming {out_dir.name}: cleared {len(resumed)} interrupted attempt(s); finished model calls come from the cache", file=sys.stderr)
         traces, labels, redactions, dropped = config.traces, config.labels, {}, []
+        if from_hf:
+            traces, labels = _hf_files(corpus, stage)
         if config.redact:
             traces, redactions = _redacted_traces(config, stage)
             labels = _redacted_labels(config, stage, dropped)
@@ -277,6 +303,7 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
             **extra,
         )
         log = logs[0]
+        shutil.rmtree(stage / "hf-inputs", ignore_errors=True)  # only needed while running
         if config.redact:
             for copies in ("redacted-traces", "redacted-labels"):  # only needed while running
                 shutil.rmtree(stage / copies, ignore_errors=True)

@@ -328,7 +328,10 @@ def repo_root() -> Path:
 
 
 def default_data() -> Path | None:
-    """$COMPACTION_EVAL_DATA, else `shared/data` beside the repository or one of its parents."""
+    """$COMPACTION_EVAL_DATA, else `shared/data` beside the repository or one of its parents;
+    None when COMPACTION_EVAL_NO_SHARED=1 (a clone without it, as the tests simulate)."""
+    if os.environ.get("COMPACTION_EVAL_NO_SHARED") == "1":
+        return None
     env = os.environ.get("COMPACTION_EVAL_DATA")
     if env:
         return Path(env)
