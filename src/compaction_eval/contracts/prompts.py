@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
-import yaml
 
 from compaction_eval.contracts.problems import ContractError, Problem
+from compaction_eval.contracts.yamlfile import load_yaml_text
 
 _HEADER = re.compile(r"^\{#-?\s*\n(.*?)\n\s*-?#\}", re.S)
 
@@ -83,10 +83,7 @@ def load_candidate(path: Path | str) -> Candidate:
     match = _HEADER.match(text)
     if not match:
         raise ContractError([Problem(str(path), "line 1", "missing metadata header {#- name: ... -#}")])
-    try:
-        meta = yaml.safe_load(match.group(1)) or {}
-    except yaml.YAMLError as exc:
-        raise ContractError([Problem(str(path), "header", f"malformed YAML: {exc}".splitlines()[0])]) from None
+    meta = load_yaml_text(match.group(1), f"{path} header") or {}
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
         raise ContractError([Problem(str(path), "header", "header needs 'name'")])
     fields = meta.get("fields") or []

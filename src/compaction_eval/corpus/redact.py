@@ -16,6 +16,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from compaction_eval.contracts.traces import read_trace_bytes
+
 # Order matters: a private key block first (it contains anything), the generic
 # `password=` form last (its value might itself be a token of another kind).
 PATTERNS: list[tuple[str, re.Pattern[str]]] = [
@@ -71,7 +73,7 @@ def redact_json(data: Any, counts: Counter | None = None) -> Any:
 
 def redact_file(src: Path, dst: Path, counts: Counter | None = None) -> Path:
     """Write a redacted copy of a JSON trace file (any format; `.gz` kept as gzip)."""
-    raw = gzip.decompress(src.read_bytes()) if src.name.endswith(".gz") else src.read_bytes()
+    raw = read_trace_bytes(src)
     text = raw.decode("utf-8")
     try:
         out = json.dumps(redact_json(json.loads(text), counts), ensure_ascii=False)

@@ -154,13 +154,14 @@ def _redacted_labels(config: RecallConfig, stage: Path, dropped: list[str]) -> l
     placeholder left in a summary is not the secret). Their ids are added to `dropped`."""
     import yaml
 
+    from compaction_eval.contracts.yamlfile import read_yaml_file
     from compaction_eval.corpus.load import label_paths
     from compaction_eval.corpus.redact import redact_json, redact_text
 
     out = stage / "redacted-labels"
     paths = []
     for i, src in enumerate(label_paths(config.labels)):
-        data = yaml.safe_load(src.read_text(encoding="utf-8"))
+        data = read_yaml_file(src)
         if isinstance(data, dict):
             kept = []
             for item in data.get("avoid") or []:
