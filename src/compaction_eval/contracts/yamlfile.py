@@ -45,13 +45,14 @@ class _Builder:
         self.lines = lines
         self.seen: set[int] = set()
 
-    def fail(self, node: yaml.Node, path: str, message: str) -> None:
-        place = f"line {node.start_mark.line + 1}" + (f", {path}" if path != "$" else "")
+    def fail(self, node: yaml.Node, path: str, message: str, line: int | None = None) -> None:
+        line = node.start_mark.line + 1 if line is None else line
+        place = f"line {line}" + (f", {path}" if path != "$" else "")
         raise ContractError([Problem(self.where, place, message)])
 
-    def build(self, node: yaml.Node, path: str, depth: int) -> Any:
-        if id(node) in self.seen:
-            self.fail(node, path, "YAML aliases (*name) are not allowed: write the value out")
+    def build(self, node: yaml.Node, path: str, depth: int, parent_line: int | None = None) -> Any:
+        if id(node) in self.seen:  # the composer shares the anchored node: an alias
+            self.fail(node, path, f"YAML aliases (*name) are not allowed: write the value out (anchored at line {node.start_mark.line + 1})", parent_line)
         self.seen.add(id(node))
         if depth > MAX_DEPTH:
             self.fail(node, path, f"nested more than {MAX_DEPTH} levels deep")
@@ -67,13 +68,13 @@ class _Builder:
                 child = f"{path}.{key}" if path != "$" else str(key)
                 if key in out:
                     self.fail(key_node, child, f"duplicate key {key!r}")
-                out[key] = self.build(value_node, child, depth + 1)
+                out[key] = self.build(value_node, child, depth + 1, key_node.start_mark.line + 1)
             self.lines.pop(f"{path}.<key>", None)
             return out
         if isinstance(node, yaml.SequenceNode):
             if node.tag != SEQ_TAG:
                 self.fail(node, path, f"tag {_short_tag(node.tag)} is not allowed on a list")
-            return [self.build(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(node.value)]
+            return [self.build(v, f"{path}[{i}]", depth + 1, node.start_mark.line + 1) for i, v in enumerate(node.value)]
         if node.tag not in SCALAR_TAGS:
             self.fail(node, path, f"tag {_short_tag(node.tag)} is not allowed (plain strings, numbers, booleans and null only)")
         try:
