@@ -237,8 +237,15 @@ def test_baseline_save_copies_results_only_atomically_and_gates_by_name(tmp_path
     assert blessed["baseline"]["name"] == "nightly" and blessed["fact_stability"]["unstable"] == 0
     assert list_baselines(root) == [saved]
     assert resolve_baseline("nightly", root) == saved
-    # saving again replaces the file (no partial file left behind)
-    assert main(["baseline", "save", str(run_dir), "--name", "nightly", "--root", str(root)]) == 0
+    # saving again is refused without force (issue 14), replaces the file with it
+    before = (saved / "results.json").read_bytes()
+    capsys.readouterr()
+    assert main(["baseline", "save", str(run_dir), "--name", "nightly", "--root", str(root)]) == 2
+    assert "baseline 'nightly' already exists: pass --force to replace it" in capsys.readouterr().err
+    assert (saved / "results.json").read_bytes() == before
+    from compaction_eval.gate.baselines import save_baseline
+
+    save_baseline(run_dir, "nightly", root, force=True)
     assert sorted(p.name for p in saved.iterdir()) == ["results.json"]
     result = gate_files(resolve_baseline("nightly", root), run_dir)
     assert result.exit_code == EXIT_PASS

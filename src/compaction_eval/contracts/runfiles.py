@@ -6,8 +6,11 @@ place only when complete, so a failed or interrupted run never leaves a partial 
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -20,25 +23,129 @@ from compaction_eval.contracts.problems import ContractError, Problem
 SCHEMA = "compaction-eval/results@1"
 PID_FILE = ".pid"  # in a staging directory: the process building it
 RESULTS_FILE = "results.json"
+LOCK_SUFFIX = ".lock"
+RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def check_run_name(name: str, flag: str = "--run") -> str:
+    """`name` if it is a plain file name (a run or a baseline), else ContractError.
+
+    One rule for every name that becomes a directory: letters, digits, `.`, `_` and `-`,
+    starting with a letter or digit, so `../../escape`, `/abs/path` and `.hidden` are
+    refused before anything is written.
+    """
+    if not isinstance(name, str) or not RUN_NAME.match(name) or name in (".", ".."):
+        raise ContractError([Problem(flag, "", f"name {name!r} must match [A-Za-z0-9][A-Za-z0-9._-]* (no path separators or '..')")])
+    return name
+
+
+def run_directory(out: Path | str, name: str) -> Path:
+    """The run directory `out/name`, with `name` checked (see `check_run_name`)."""
+    return Path(out) / check_run_name(name)
+
+
+def check_run_path(path: Path | str) -> Path:
+    """A run directory as given: refused when its last part is not a valid run name or when
+    it climbs with `..` (`--out results --run ../../escape`)."""
+    path = Path(path)
+    if ".." in path.parts:
+        raise ContractError([Problem("--run", "", f"run directory {str(path)!r} climbs out of its parent with '..'")])
+    check_run_name(path.name)
+    return path
+
+
+def ensure_directory(path: Path | str, flag: str = "--out") -> Path:
+    """Create directory `path` (and parents); a file in the way is a ContractError."""
+    path = Path(path)
+    for part in (path, *path.parents):
+        if part.exists() and not part.is_dir():
+            raise ContractError([Problem(str(part), "", f"{flag} must be a directory, but this is an existing file")])
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ContractError([Problem(str(path), "", f"cannot create directory: {exc.strerror or exc}")]) from None
+    return path
+
+
+def write_text_new(path: Path | str, text: str, *, force: bool = False, flag: str = "--out") -> Path:
+    """Write `text` to `path` atomically; an existing file is kept unless `force`."""
+    path = Path(path)
+    if path.is_dir():
+        raise ContractError([Problem(str(path), "", f"{flag} is a directory: name a file")])
+    if path.exists() and not force:
+        raise ContractError([Problem(str(path), "", f"{flag} exists: pass --force to overwrite it")])
+    ensure_directory(path.parent, flag)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+@contextmanager
+def run_lock(final: Path) -> Iterator[None]:
+    """Hold `.<run>.lock` beside the run directory for the whole run.
+
+    A second run with the same name, started while the first is working, fails at once
+    with a ContractError naming the process that holds the lock (an advisory `flock`: a
+    killed run's lock is released by the kernel, so nothing stale blocks a rerun).
+    """
+    final = Path(final)
+    ensure_directory(final.parent, "--out")
+    path = final.parent / f".{final.name}{LOCK_SUFFIX}"
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES):
+                raise
+            try:
+                holder = path.read_text().strip() or "?"
+            except OSError:
+                holder = "?"
+            raise ContractError([Problem(str(final), "", f"run {final.name!r} is already in progress (pid {holder}): wait for it or choose another --run name")]) from None
+        try:  # the lock is ours only if the file was not removed and recreated meanwhile
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        os.close(fd)
 
 
 @contextmanager
 def staged_run_dir(final: Path) -> Iterator[Path]:
     """A temporary directory that becomes `final` when the block succeeds.
 
-    On any exception the temporary directory is removed and `final` is untouched.
+    The run's lock (`run_lock`) is held throughout. On any exception the temporary
+    directory is removed and `final` is untouched.
     """
     final = Path(final)
-    if final.exists():
-        raise ContractError([Problem(str(final), "", "run directory already exists: choose another --run name")])
-    final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
-    try:
-        yield staging
-        os.replace(staging, final)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    check_run_name(final.name)
+    with run_lock(final):
+        if final.exists():
+            raise ContractError([Problem(str(final), "", "run directory already exists: choose another --run name")])
+        staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
+        try:
+            yield staging
+            os.replace(staging, final)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

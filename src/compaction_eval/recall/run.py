@@ -15,16 +15,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import load_candidates
 from compaction_eval.contracts.runfiles import (
     PID_FILE,
     RESULTS_FILE,
     SCHEMA,
+    check_run_path,
     clear_interrupted,
     staged_run_dir,
     write_json_atomic,
 )
 from compaction_eval.corpus.load import load_corpus
+from compaction_eval.corpus.redact import redact_text
 from compaction_eval.corpus.stats import corpus_stats
 from compaction_eval.recall.aggregate import summarise_prompts
 from compaction_eval.recall.stability import stability_summary
@@ -77,9 +80,45 @@ class RecallConfig:
     redact: bool = False
     sample_retries: int = 1
 
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Refuse numbers that would run and report something wrong (ContractError naming
+        the option): a negative `--keep-last` acting as 0, a budget of 0 sent to a model."""
+        rules = [
+            ("--budget", self.budget, 1, "a positive number of tokens"),
+            ("--keep-last", self.keep_last, 0, "0 or more messages"),
+            ("--epochs", self.epochs, 1, "at least 1"),
+            ("--max-retries", self.max_retries, 0, "0 or more"),
+            ("--timeout", self.timeout, 1, "at least 1 second"),
+            ("max_connections", self.max_connections, 1, "at least 1"),
+            ("sample_retries", self.sample_retries, 0, "0 or more"),
+        ]
+        for flag, value, low, what in rules:
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ContractError([Problem(flag, "", f"{value!r} is not valid: must be {what}")])
+        if self.shape not in ("inline", "messages"):
+            raise ContractError([Problem("--shape", "", f"{self.shape!r} is not 'inline' or 'messages'")])
+
     @property
     def offline_stand_in(self) -> bool:
         return self.model.startswith(OFFLINE_STAND_INS)
+
+
+def empty_span_problems(corpus: Any, keep_last: int) -> list[Problem]:
+    """Samples where `keep_last` leaves nothing to compact: scoring them would report the
+    verbatim tail as a perfect summary (recall 100%)."""
+    from compaction_eval.compaction.split import split_history
+
+    problems = []
+    for tid, at in corpus.samples():
+        if not split_history(corpus.traces[tid], at, keep_last).middle:
+            labels = corpus.labels[tid]
+            i = labels.points.index(at)
+            problems.append(Problem(str(labels.path), labels.place(f"points[{i}].at"),
+                                    f"--keep-last {keep_last} keeps all of messages[1:{at}] verbatim: nothing is left to compact at point {at}"))
+    return problems
 
 
 def git_commit() -> str | None:
@@ -202,8 +241,12 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
     and resumes through the generate cache (real models): finished calls cost nothing.
     Raises ContractError for bad input and RunFailed when inspect reports a failure.
     """
-    out_dir = Path(out_dir).resolve()
+    config.check()
+    out_dir = check_run_path(out_dir).resolve()
     corpus = load_corpus(config.traces, config.labels)
+    empty = empty_span_problems(corpus, config.keep_last)
+    if empty:
+        raise ContractError(empty)
     candidates = load_candidates(config.prompts)
     from inspect_ai import eval as inspect_eval  # slow import: only when something runs
     from inspect_ai.model import get_model
@@ -216,9 +259,14 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
         if resumed:
             print(f"note: resuming {out_dir.name}: cleared {len(resumed)} interrupted attempt(s); finished model calls come from the cache", file=sys.stderr)
         traces, labels, redactions, dropped = config.traces, config.labels, {}, []
+        focus = config.focus
         if config.redact:
             traces, redactions = _redacted_traces(config, stage)
             labels = _redacted_labels(config, stage, dropped)
+            if focus:
+                counts: Counter = Counter(redactions)
+                focus = redact_text(focus, counts)
+                redactions = dict(counts)
         real = not config.offline_stand_in
         task = fact_recall(
             traces=traces,
@@ -227,7 +275,7 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
             budget=config.budget,
             keep_last=config.keep_last,
             shape=config.shape,
-            focus=config.focus,
+            focus=focus,
             judge_model=config.judge_model,
             cache=real,
         )
