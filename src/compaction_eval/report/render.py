@@ -171,6 +171,8 @@ def load_source_corpus(
             continue
         if trace is not None and trace.id in needed:
             found.traces.setdefault(trace.id, trace)
+    if config.get("redact"):
+        _redact_sources(found)
     lacking = sorted(needed - (found.labels.keys() & found.traces.keys()))
     if lacking:
         where = ", ".join(map(str, [*config.get("traces", []), *config.get("labels", [])]))
@@ -180,6 +182,28 @@ def load_source_corpus(
             "without fact text and source excerpts."
         )
     return found
+
+
+def _redact_sources(found: SourceCorpus) -> None:
+    """A redacted run shows only redacted sources: its excerpts and fact text come from the
+    original files, which still hold the secrets the model never saw."""
+    import dataclasses
+
+    from compaction_eval.contracts.traces import trace_from_json
+    from compaction_eval.corpus.redact import redact_json, redact_text
+
+    found.traces = {tid: trace_from_json(redact_json(t.to_json()), t.path) for tid, t in found.traces.items()}
+
+    def fact(f: Any) -> Any:
+        changes = {"text": redact_text(f.text), "keys": tuple(redact_text(k) for k in f.keys)}
+        if hasattr(f, "alt_keys"):
+            changes["alt_keys"] = tuple(tuple(redact_text(k) for k in ks) for ks in f.alt_keys)
+        return dataclasses.replace(f, **changes)
+
+    found.labels = {
+        tid: dataclasses.replace(lab, facts=tuple(fact(f) for f in lab.facts), avoid=tuple(fact(a) for a in lab.avoid))
+        for tid, lab in found.labels.items()
+    }
 
 
 # ----------------------------------------------------------------------------- view model
