@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
+import math
 import os
 import re
 import shutil
@@ -163,18 +164,128 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def read_results(run_dir: Path | str) -> dict[str, Any]:
-    """Read a run's results.json, checking its schema."""
+    """Read a run's results.json, checking its schema, types and ranges (`validate_results`).
+
+    Every problem is a ContractError naming the file and the place (`samples[3].recall`):
+    a hand-edited or corrupted file never reaches the gate or the report as a TypeError.
+    """
+    from compaction_eval.contracts.traces import parse_json_text
+
     path = Path(run_dir)
     path = path / RESULTS_FILE if path.is_dir() else path
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ContractError([Problem(str(path), "", "results file not found")]) from None
-    except json.JSONDecodeError as exc:
-        raise ContractError([Problem(str(path), f"line {exc.lineno}", f"malformed JSON: {exc.msg}")]) from None
+    except UnicodeDecodeError as exc:
+        raise ContractError([Problem(str(path), f"byte {exc.start}", "not UTF-8 text")]) from None
+    except OSError as exc:
+        raise ContractError([Problem(str(path), "", f"cannot read: {exc.strerror or exc}")]) from None
+    data = parse_json_text(text, str(path))
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ContractError([Problem(str(path), "schema", f"not a {SCHEMA} file")])
+    problems = validate_results(data, str(path))
+    if problems:
+        raise ContractError(problems)
     return data
+
+
+def _is_num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def validate_results(data: dict[str, Any], where: str) -> list[Problem]:
+    """Every way a results@1 document breaks the types and ranges the gate and the report
+    rely on (empty when usable). Unknown keys are allowed (the contract grows)."""
+    problems: list[Problem] = []
+
+    def bad(place: str, message: str) -> None:
+        problems.append(Problem(where, place, message))
+
+    def share(value: Any, place: str, optional: bool = False) -> None:
+        if value is None and optional:
+            return
+        if not _is_num(value) or not 0.0 <= value <= 1.0:
+            bad(place, f"{value!r} is not a number between 0 and 1")
+
+    def interval(value: Any, place: str) -> None:
+        if value is None:
+            return
+        if not isinstance(value, list) or len(value) != 2 or not all(_is_num(v) for v in value):
+            bad(place, "must be [low, high], two finite numbers")
+
+    for key, kind in (("model", str), ("config", dict), ("corpus", dict)):
+        if key in data and data[key] is not None and not isinstance(data[key], kind):
+            bad(key, f"must be a {'string' if kind is str else 'JSON object'}")
+    samples = data.get("samples")
+    if not isinstance(samples, list):
+        bad("samples", "missing or not a list")
+        samples = []
+    for i, s in enumerate(samples):
+        here = f"samples[{i}]"
+        if len(problems) >= 20:
+            break
+        if not isinstance(s, dict):
+            bad(here, "must be a JSON object")
+            continue
+        for key in ("trace", "prompt"):
+            if not isinstance(s.get(key), str) or not s.get(key):
+                bad(f"{here}.{key}", "missing or not a non-empty string")
+        point = s.get("point")
+        if not isinstance(point, int) or isinstance(point, bool) or point < 0:
+            bad(f"{here}.point", f"{point!r} is not a message index")
+        epoch = s.get("epoch", 1)
+        if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 1:
+            bad(f"{here}.epoch", f"{epoch!r} is not a positive integer")
+        share(s.get("recall"), f"{here}.recall")
+        for key in ("precision", "context_recall"):
+            share(s.get(key), f"{here}.{key}", optional=True)
+        by_cat = s.get("recall_by_category", {})
+        if not isinstance(by_cat, dict):
+            bad(f"{here}.recall_by_category", "must be a JSON object")
+        else:
+            for cat, value in by_cat.items():
+                share(value, f"{here}.recall_by_category.{cat}")
+        facts = s.get("facts")
+        if not isinstance(facts, list):
+            bad(f"{here}.facts", "missing or not a list")
+            continue
+        for j, f in enumerate(facts):
+            fplace = f"{here}.facts[{j}]"
+            if not isinstance(f, dict):
+                bad(fplace, "must be a JSON object")
+                continue
+            if not isinstance(f.get("id"), str) or not f.get("id"):
+                bad(f"{fplace}.id", "missing or not a non-empty string")
+            if not isinstance(f.get("kept"), bool):
+                bad(f"{fplace}.kept", f"{f.get('kept')!r} is not true or false")
+            if "category" in f and not isinstance(f["category"], str):
+                bad(f"{fplace}.category", "must be a string")
+            if "critical" in f and not isinstance(f["critical"], bool):
+                bad(f"{fplace}.critical", "must be true or false")
+            if "probability" in f:
+                share(f["probability"], f"{fplace}.probability", optional=True)
+        if not isinstance(s.get("avoid", []), list):
+            bad(f"{here}.avoid", "must be a list")
+    prompts = data.get("prompts", [])
+    if not isinstance(prompts, list):
+        bad("prompts", "must be a list")
+        prompts = []
+    for i, p in enumerate(prompts):
+        here = f"prompts[{i}]"
+        if not isinstance(p, dict):
+            bad(here, "must be a JSON object")
+            continue
+        if not isinstance(p.get("prompt"), str) or not p.get("prompt"):
+            bad(f"{here}.prompt", "missing or not a non-empty string")
+        share(p.get("recall"), f"{here}.recall", optional=True)
+        share(p.get("precision"), f"{here}.precision", optional=True)
+        for key, value in p.items():
+            if key.endswith("_ci"):
+                interval(value, f"{here}.{key}")
+            elif isinstance(value, float) and not math.isfinite(value):
+                bad(f"{here}.{key}", f"{value!r} is not a finite number")
+    return problems
 
 
 def _pid_alive(pid: int) -> bool:
