@@ -729,6 +729,7 @@ def render_report(
     out: Path | None = None,
     traces: list[str] | None = None,
     labels: list[str] | None = None,
+    allow_setting_changes: bool = False,
 ) -> Path:
     """Write the HTML report of a run directory and return its path.
 
@@ -740,6 +741,8 @@ def render_report(
         out: where to write (default run_dir/report.html).
         traces, labels: where the run's traces and labels are, for fact text and source
             excerpts (default: the paths in the run's config).
+        allow_setting_changes: compare with a baseline made with another model, budget,
+            shape or focus (refused otherwise, as by the gate).
 
     Raises ContractError when the directory holds no results.
     """
@@ -750,6 +753,11 @@ def render_report(
         raise ContractError([Problem(str(run_dir), "", f"no {RESULTS_FILE} or {HORIZON_FILE}: not a run directory")])
     results = read_results(run_dir) if has_results else None
     base = read_results(baseline) if baseline is not None else None
+    if base is not None and results is not None:
+        from compaction_eval.gate.rules import check_comparable
+
+        # the gate's own rule: a report does not show "gate: pass" for runs the gate refuses
+        check_comparable(base, results, str(run_dir), allow_setting_changes=allow_setting_changes)
     from compaction_eval.tune.ablation import (
         read_tune,  # tune.json, written by `compaction-eval tune --results RUN_DIR`
     )
