@@ -31,13 +31,17 @@ TRACE = {
             {"type": "tool_result", "tool_use_id": "call_1", "content": "FAILED tests/test_billing.py - ZeroDivisionError\n1 failed, 347 passed"}]},
         {"role": "assistant", "content": "The total divides by the item count; I will guard it."},
         {"role": "user", "content": "Go ahead."},
+        {"role": "assistant", "content": "Guarded the division in src/app/billing.py."},
+        {"role": "user", "content": "Run the tests again."},
+        {"role": "assistant", "content": "All 348 tests pass."},
+        {"role": "user", "content": "Thanks."},
     ],
 }
 LABELS = """schema: compaction-eval/labels@1
 trace: t1
 labelled_by: human
 points:
-  - at: 4
+  - at: 8
 facts:
   - id: failing-file
     category: artifact
@@ -122,11 +126,11 @@ def test_labels_lint_refuses_what_would_fail_later(tmp_path, capsys, snippet, pl
 
 
 def test_labels_lint_refuses_duplicate_points_and_blank_keys(tmp_path, capsys):
-    labels = LABELS.replace("  - at: 4\n", "  - at: 4\n  - at: 4\n").replace('["src/app/billing.py"]', '["src/app/billing.py", "   "]')
+    labels = LABELS.replace("  - at: 8\n", "  - at: 8\n  - at: 8\n").replace('["src/app/billing.py"]', '["src/app/billing.py", "   "]')
     traces, labs = write_corpus(tmp_path, labels=labels)
     code, out, _ = cli(capsys, "lint", str(traces), str(labs))
     assert code == 1
-    assert f"{labs / 't1.yaml'}: line 6, points[1].at: duplicate point 4 (first at points[0])" in out
+    assert f"{labs / 't1.yaml'}: line 6, points[1].at: duplicate point 8 (first at points[0])" in out
     assert f"{labs / 't1.yaml'}: line 11, facts[0].keys: must be a list of strings that are not empty or only whitespace" in out
 
 
@@ -246,5 +250,126 @@ def test_the_shipped_prompts_still_render():
         assert "src/x.py" in c.render(budget=100, span="see src/x.py")
 
 
-def _unused() -> None:  # keep imports used by later sections
-    os.getpid()
+# -------------------------------------------------------------------- numbers and names
+
+
+def recall_argv(tmp_path: Path, *extra: str) -> list[str]:
+    traces, labs = write_corpus(tmp_path)
+    return ["recall", "--traces", str(traces), "--labels", str(labs), "--prompts", str(ROOT / "prompts" / "terse.j2"),
+            "--out", str(tmp_path / "results"), *extra]
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--budget", "0"], "--budget: 0 is not valid: must be a positive number of tokens"),
+        (["--budget", "-5"], "--budget: -5 is not valid"),
+        (["--keep-last", "-3"], "--keep-last: -3 is not valid: must be 0 or more messages"),
+        (["--epochs", "0"], "--epochs: 0 is not valid"),
+        (["--timeout", "0"], "--timeout: 0 is not valid"),
+        (["--max-retries", "-1"], "--max-retries: -1 is not valid"),
+        (["--run", "../../escape"], "climbs out of its parent with '..'"),
+        (["--run", ".hidden"], "--run: name '.hidden' must match"),
+    ],
+)
+def test_recall_refuses_bad_numbers_and_run_names_before_running(tmp_path, capsys, extra, needle):
+    argv = recall_argv(tmp_path, *extra)
+    if "--run" not in extra:
+        argv += ["--run", "r"]
+    code, _, err = cli(capsys, *argv)
+    assert code == 2
+    one_error(err, needle)
+    assert not (tmp_path / "results").exists() or list((tmp_path / "results").iterdir()) == []
+    assert not (tmp_path.parent / "escape").exists()
+
+
+def test_keep_last_that_empties_the_span_is_an_error_not_100_percent(tmp_path, capsys):
+    code, _, err = cli(capsys, *recall_argv(tmp_path, "--keep-last", "1000", "--run", "r"))
+    assert code == 2
+    one_error(err, f"{tmp_path / 'labels' / 't1.yaml'}: line 5, points[0].at: --keep-last 1000 keeps all of messages[1:8] verbatim")
+
+
+def test_absolute_run_names_are_refused_by_the_one_name_rule():
+    import argparse
+
+    from compaction_eval.cli.args import run_name
+    from compaction_eval.contracts.runfiles import check_run_name
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--run", type=run_name)
+    for bad in ("/tmp/abs", "../x", "a/b", "..", ""):
+        with pytest.raises(ContractError):
+            check_run_name(bad)
+        with pytest.raises(SystemExit):
+            parser.parse_args(["--run", bad])
+    assert parser.parse_args(["--run", "nightly-2026.01_a"]).run == "nightly-2026.01_a"
+
+
+def test_a_second_run_with_the_same_name_fails_at_once(tmp_path):
+    from compaction_eval.contracts.runfiles import staged_run_dir
+
+    final = tmp_path / "results" / "same"
+    with staged_run_dir(final):
+        start = time.perf_counter()
+        with pytest.raises(ContractError, match=rf"run 'same' is already in progress \(pid {os.getpid()}\)"):
+            with staged_run_dir(final):
+                pass
+        assert time.perf_counter() - start < 1
+    assert final.is_dir() and sorted(p.name for p in final.parent.iterdir()) == ["same"]  # lock removed
+
+
+def test_a_second_process_with_the_same_run_fails_at_once(tmp_path):
+    import subprocess
+    import sys
+
+    final = tmp_path / "results" / "same"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys,time; from compaction_eval.contracts.runfiles import run_lock; "
+         "cm = run_lock(__import__('pathlib').Path(sys.argv[1])); cm.__enter__(); print('held', flush=True); time.sleep(30)", str(final)],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        from compaction_eval.contracts.runfiles import staged_run_dir
+
+        with pytest.raises(ContractError, match=f"already in progress \\(pid {holder.pid}\\)"):
+            with staged_run_dir(final):
+                pass
+    finally:
+        holder.kill()
+        holder.wait()
+    with staged_run_dir(final):  # a killed holder's lock is released by the kernel
+        pass
+    assert final.is_dir()
+
+
+def test_out_naming_an_existing_file_is_a_located_error(tmp_path, capsys):
+    argv = recall_argv(tmp_path, "--run", "r")
+    (tmp_path / "results").write_text("not a directory")
+    code, _, err = cli(capsys, *argv)
+    assert code == 2
+    one_error(err, f"{tmp_path / 'results'}: --out must be a directory, but this is an existing file")
+    assert (tmp_path / "results").read_text() == "not a directory"
+
+
+def test_labels_draft_and_baseline_save_refuse_to_overwrite(tmp_path):
+    from compaction_eval.contracts.traces import load_trace
+    from compaction_eval.corpus.drafting import write_draft
+
+    traces, _ = write_corpus(tmp_path)
+    out = tmp_path / "edited.yaml"
+    out.write_text("# hand-edited\n")
+    with pytest.raises(ContractError, match="--out exists: pass --force to overwrite it"):
+        write_draft(load_trace(traces / "t1.json"), 8, out)
+    assert out.read_text() == "# hand-edited\n"
+    write_draft(load_trace(traces / "t1.json"), 8, out, force=True)
+    assert "labelled_by: draft" in out.read_text()
+
+
+def test_summary_that_is_a_directory_or_binary_is_a_located_error(tmp_path):
+    from compaction_eval.contracts.runfiles import read_text_input
+
+    (tmp_path / "bin.txt").write_bytes(b"ok\xff\xfe")
+    with pytest.raises(ContractError, match=r"bin.txt: byte 2: --summary is not UTF-8 text"):
+        read_text_input(tmp_path / "bin.txt")
+    with pytest.raises(ContractError, match=r": --summary is a directory"):
+        read_text_input(tmp_path)

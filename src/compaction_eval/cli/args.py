@@ -21,3 +21,8 @@ def run_name(value: str) -> str:
         return check_run_name(value)
     except ContractError as exc:
         raise argparse.ArgumentTypeError(exc.problems[0].message) from None
+
+# Also for the lead (cli/main.py):
+# - `score --summary FILE`: read it with `contracts.runfiles.read_text_input(args.summary)`
+#   (a directory or binary summary is then a located one-line error, not IsADirectoryError).
+# - `report`: add `--allow-setting-changes` and pass it to `render_report(...)`.

@@ -68,6 +68,22 @@ def ensure_directory(path: Path | str, flag: str = "--out") -> Path:
     return path
 
 
+def read_text_input(path: Path | str, flag: str = "--summary") -> str:
+    """A UTF-8 text file given on the command line (`score --summary FILE`); a missing file,
+    a directory or binary content is a ContractError naming the file."""
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ContractError([Problem(str(path), "", f"{flag}: file not found")]) from None
+    except IsADirectoryError:
+        raise ContractError([Problem(str(path), "", f"{flag} is a directory: name a text file")]) from None
+    except UnicodeDecodeError as exc:
+        raise ContractError([Problem(str(path), f"byte {exc.start}", f"{flag} is not UTF-8 text")]) from None
+    except OSError as exc:
+        raise ContractError([Problem(str(path), "", f"{flag}: cannot read: {exc.strerror or exc}")]) from None
+
+
 def write_text_new(path: Path | str, text: str, *, force: bool = False, flag: str = "--out") -> Path:
     """Write `text` to `path` atomically; an existing file is kept unless `force`."""
     path = Path(path)
@@ -126,6 +142,18 @@ def run_lock(final: Path) -> Iterator[None]:
     finally:
         path.unlink(missing_ok=True)
         os.close(fd)
+
+
+def request_limits(timeout: int, max_retries: int) -> dict[str, int]:
+    """inspect's limits for `--timeout` seconds per request.
+
+    inspect's `timeout` is the budget of the whole retry loop, checked only between
+    attempts, and the SDK is left at its own 600 s per request, so a held request hung far
+    past `--timeout`. `attempt_timeout` cancels each attempt after `timeout` seconds (it is
+    then retried up to `max_retries` times), and the loop's budget covers those attempts
+    plus inspect's back-off between them.
+    """
+    return {"attempt_timeout": timeout, "timeout": timeout * (max_retries + 1) + 30 * max_retries}
 
 
 @contextmanager

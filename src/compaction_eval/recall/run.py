@@ -22,6 +22,7 @@ from compaction_eval.contracts.runfiles import (
     RESULTS_FILE,
     SCHEMA,
     check_run_path,
+    request_limits,
     clear_interrupted,
     staged_run_dir,
     write_json_atomic,
@@ -219,7 +220,7 @@ def _redacted_labels(config: RecallConfig, stage: Path, dropped: list[str]) -> l
     return paths
 
 
-def _failure_message(log: Any, max_retries: int) -> str:
+def _failure_message(log: Any, max_retries: int, timeout: int | None = None) -> str:
     """One line saying why inspect's run failed (the first sample error if there is one)."""
     errors = [log.error.message] if log.error else []
     errors += [s.error.message for s in log.samples or [] if s.error]
@@ -228,6 +229,10 @@ def _failure_message(log: Any, max_retries: int) -> str:
     error = (causes or errors or [""])[0]
     first = next((line.strip() for line in (error or "").splitlines() if line.strip()), "")
     gave_up = re.search(r"RetryError\(.*raised (\w+)", first)
+    if "AttemptTimeoutError" in error or "attempt_timeout" in error:
+        return f"the model provider did not answer within --timeout {timeout} s (after {max_retries} retries)"
+    if re.search(r"JSONDecodeError|not valid JSON|Expecting value|APIResponseValidationError", error):
+        return f"the provider's answer was not valid JSON (after {max_retries} retries)"
     if gave_up:
         return f"the model provider kept failing ({gave_up.group(1)}) after the allowed retries (--max-retries {max_retries})"
     return first[:400] or f"status {log.status}"
@@ -298,7 +303,7 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
             epochs=config.epochs,
             max_connections=config.max_connections,
             max_retries=config.max_retries,
-            timeout=config.timeout,
+            **request_limits(config.timeout, config.max_retries),
             fail_on_error=True,
             retry_on_error=config.sample_retries,
             log_format="eval",
@@ -309,7 +314,7 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
             for copies in ("redacted-traces", "redacted-labels"):  # only needed while running
                 shutil.rmtree(stage / copies, ignore_errors=True)
         if log.status != "success":
-            raise RunFailed(f"inspect run failed ({log.status}): {_failure_message(log, config.max_retries)}")
+            raise RunFailed(f"inspect run failed ({log.status}): {_failure_message(log, config.max_retries, config.timeout)}")
         samples = [_sample_record(s) for s in log.samples or []]
         from compaction_eval.corpus.redact import redact_json
 
