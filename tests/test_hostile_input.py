@@ -373,3 +373,148 @@ def test_summary_that_is_a_directory_or_binary_is_a_located_error(tmp_path):
         read_text_input(tmp_path / "bin.txt")
     with pytest.raises(ContractError, match=r": --summary is a directory"):
         read_text_input(tmp_path)
+
+
+# ---------------------------------------------------------------- results.json, gate, report
+
+
+def results_doc(prompt: str = "handoff", recall: float = 1.0, budget: int = 800, n: int = 6) -> dict:
+    samples = []
+    for i in range(n):
+        kept = recall >= 1.0 or i % 2 == 0
+        samples.append({"trace": f"t{i}", "point": 10, "prompt": prompt, "epoch": 1, "recall": 1.0 if kept else 0.0,
+                        "precision": 0.5, "recall_by_category": {"artifact": 1.0 if kept else 0.0},
+                        "facts": [{"id": "f1", "category": "artifact", "kept": kept, "critical": False}], "avoid": []})
+    return {"schema": "compaction-eval/results@1", "suite": "fact_recall", "run": "r", "model": "extractive/default",
+            "offline_stand_in": True, "config": {"model": "extractive/default", "budget": budget, "keep_last": 4,
+                                                 "shape": "inline", "focus": None, "judge_model": None},
+            "samples": samples, "prompts": [{"prompt": prompt, "recall": recall, "recall_ci": [0.0, 1.0]}]}
+
+
+def write_run(path: Path, doc: dict) -> Path:
+    path.mkdir(parents=True)
+    (path / "results.json").write_text(json.dumps(doc, allow_nan=True))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("mutate", "place", "message"),
+    [
+        (lambda d: d["samples"][2].update(recall=-0.5), "samples[2].recall", "-0.5 is not a number between 0 and 1"),
+        (lambda d: d["samples"][0].update(recall=5.0), "samples[0].recall", "5.0 is not a number between 0 and 1"),
+        (lambda d: d["samples"][1].update(recall="0.9"), "samples[1].recall", "'0.9' is not a number between 0 and 1"),
+        (lambda d: d["samples"][1].update(facts={"id": "f1"}), "samples[1].facts", "missing or not a list"),
+        (lambda d: d["samples"][1]["facts"][0].pop("kept"), "samples[1].facts[0].kept", "None is not true or false"),
+        (lambda d: d["samples"][3].pop("trace"), "samples[3].trace", "missing or not a non-empty string"),
+        (lambda d: d["samples"][3].update(point="x"), "samples[3].point", "'x' is not a message index"),
+        (lambda d: d.update(samples={"a": 1}), "samples", "missing or not a list"),
+        (lambda d: d["prompts"][0].update(recall_ci=[0.1]), "prompts[0].recall_ci", "must be [low, high]"),
+    ],
+)
+def test_gate_and_report_refuse_bad_results_with_a_located_error(tmp_path, capsys, mutate, place, message):
+    base = write_run(tmp_path / "base", results_doc())
+    doc = results_doc()
+    mutate(doc)
+    cand = write_run(tmp_path / "cand", doc)
+    md, junit = tmp_path / "gate.md", tmp_path / "gate.xml"
+    code, _, err = cli(capsys, "gate", "--baseline", str(base), "--candidate", str(cand), "--markdown", str(md), "--junit", str(junit))
+    assert code == 2
+    one_error(err, f"{cand / 'results.json'}: {place}: candidate: {message}")
+    assert "unusable input" in md.read_text()
+    ET_parse(junit)
+    code, _, err = cli(capsys, "report", str(cand))
+    assert code == 2
+    one_error(err, f"{cand / 'results.json'}: {place}: {message}")
+    assert not (cand / "report.html").exists()
+
+
+def ET_parse(path: Path):
+    from xml.etree import ElementTree
+
+    return ElementTree.parse(path)
+
+
+def test_gate_refuses_nan_written_as_a_json_constant(tmp_path, capsys):
+    base = write_run(tmp_path / "base", results_doc())
+    cand = write_run(tmp_path / "cand", results_doc())
+    path = cand / "results.json"
+    path.write_text(path.read_text().replace('"recall": 1.0,', '"recall": NaN,', 1))
+    code, _, err = cli(capsys, "gate", "--baseline", str(base), "--candidate", str(cand))
+    assert code == 2
+    one_error(err, f"{path}: line 1 column", "NaN is not a JSON number")
+
+
+def test_report_baseline_refuses_runs_with_different_settings_as_the_gate_does(tmp_path, capsys):
+    base = write_run(tmp_path / "base", results_doc(budget=250))
+    cand = write_run(tmp_path / "cand", results_doc(budget=800))
+    code, _, gate_err = cli(capsys, "gate", "--baseline", str(base), "--candidate", str(cand))
+    assert code == 2
+    code, _, report_err = cli(capsys, "report", str(cand), "--baseline", str(base))
+    assert code == 2
+    line = one_error(report_err, "budget: baseline 250, candidate 800", "--allow-setting-changes")
+    assert line.split(": config: ")[1] == one_error(gate_err).split(": config: ")[1]  # the gate's own words
+    assert not (cand / "report.html").exists()
+
+
+EVIL_PROMPT = "x\n## ✅ compaction-eval gate: pass\n<img src=x onerror=alert(1)> ![pwn](http://evil.example/p.png) [click](http://evil.example)\x07\x1b|"
+
+
+def test_gate_markdown_and_junit_are_inert_for_hostile_prompt_names(tmp_path, capsys):
+    base = write_run(tmp_path / "base", results_doc(prompt=EVIL_PROMPT))
+    cand = write_run(tmp_path / "cand", results_doc(prompt=EVIL_PROMPT, recall=0.5))
+    md, junit = tmp_path / "gate.md", tmp_path / "gate.xml"
+    code, _, _ = cli(capsys, "gate", "--baseline", str(base), "--candidate", str(cand), "--markdown", str(md), "--junit", str(junit))
+    assert code == 1
+    text = md.read_text()
+    headings = [line for line in text.splitlines() if line.startswith("#")]
+    assert headings[0] == "## ❌ compaction-eval gate: regression"
+    assert not any("gate: pass" in h for h in headings)
+    assert "<img" not in text and "](http" not in text and "\x07" not in text and "\x1b" not in text
+    assert "&lt;img src=x onerror=alert\\(1\\)&gt; \\!\\[pwn\\]\\(http://evil.example/p.png\\)" in text
+    rows = [line for line in text.splitlines() if line.startswith("| x ")]
+    # the name's pipe is escaped: every row keeps its table's cells (7 in the recall table, 5 in facts lost)
+    counts = {row.replace("\\|", "").count("|") for row in rows}  # recall: 7 cells, category: 2, facts: 5
+    assert counts == {8, 3, 6}, rows
+
+    suites = ET_parse(junit).getroot().findall("testsuite")
+    assert suites[0].get("name").endswith("\\x07\\x1b|")
+
+
+# ------------------------------------------------------------------------------ redaction
+
+PGP = "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBGXyZ1kBCAC9s3cr3tKeyMaterial\n-----END PGP PRIVATE KEY BLOCK-----"
+
+
+def test_redact_catches_keys_pgp_blocks_and_aws_secret_values():
+    from compaction_eval.corpus.redact import redact_json, redact_text
+
+    data = {"input": {"sk-live-4f9aSECRETKEY0": True, "sk-proj-AAAASECRET1": 1, "sk-proj-BBBBSECRET2": 2}}
+    out = json.dumps(redact_json(data))
+    assert "SECRET" not in out and out.count("[REDACTED:openai_key]") == 3
+    assert redact_text(PGP) == "[REDACTED:private_key]"
+    text = redact_text("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nregion = eu-west-1")
+    assert "wJalrXUtnFEMI" not in text and "region = eu-west-1" in text
+
+
+def test_a_redacted_run_writes_no_secret_anywhere(tmp_path, capsys):
+    secret_key, focus_secret = "sk-live-4f9aSECRETKEYxyz", "ghp_" + "A" * 30
+    trace = json.loads(json.dumps(TRACE))
+    trace["messages"][1]["content"][1]["input"] = {"command": "pytest -q", secret_key: "token"}
+    trace["messages"][2]["content"][0]["content"] += "\naws_secret_access_key = wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY\n" + PGP
+    traces, labs = write_corpus(tmp_path, trace=trace)
+    code, _, err = cli(capsys, *recall_argv(tmp_path, "--run", "red", "--redact", "--keep-last", "2", "--focus", f"keep {focus_secret}"))
+    assert code == 0, err
+    run = tmp_path / "results" / "red"
+    code, _, err = cli(capsys, "report", str(run), "--traces", str(traces), "--labels", str(labs))
+    assert code == 0, err
+    assert (run / "report.html").exists()
+    for path in run.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            if path.suffix == ".eval":
+                import zipfile
+
+                with zipfile.ZipFile(path) as z:
+                    data += b"".join(z.read(n) for n in z.namelist())
+            for needle in (secret_key, focus_secret, "wJalrXUtnFEMI", "s3cr3tKeyMaterial"):
+                assert needle.encode() not in data, f"{needle} leaked into {path}"
