@@ -518,3 +518,48 @@ def test_a_redacted_run_writes_no_secret_anywhere(tmp_path, capsys):
                     data += b"".join(z.read(n) for n in z.namelist())
             for needle in (secret_key, focus_secret, "wJalrXUtnFEMI", "s3cr3tKeyMaterial"):
                 assert needle.encode() not in data, f"{needle} leaked into {path}"
+
+
+# ------------------------------------------------------------- faults over real HTTP
+
+
+@pytest.fixture(scope="module")
+def loopback():
+    from compaction_eval.loopback import LoopbackServer
+
+    srv = LoopbackServer().start()
+    try:
+        yield srv
+    finally:
+        srv.faults.clear()
+        srv.stop()
+
+
+@pytest.mark.parametrize(
+    ("fault", "args", "message"),
+    [
+        ("hang", ["--timeout", "2", "--max-retries", "0"], "the model provider did not answer within --timeout 2 s"),
+        ("slow", ["--timeout", "2", "--max-retries", "0"], "the model provider did not answer within --timeout 2 s"),
+        ("malformed", ["--max-retries", "0"], "the provider's answer was not valid JSON"),
+    ],
+)
+def test_held_slow_and_malformed_answers_fail_in_bounded_time(loopback, tmp_path, fault, args, message):
+    import test_real_model_path as real
+
+    from compaction_eval.loopback import Fault
+
+    loopback.faults.clear()
+    loopback.faults.always(Fault(fault, delay=20.0))
+    start = time.perf_counter()
+    try:
+        proc = real.recall(loopback, tmp_path, "--run", "held", *args)
+    finally:
+        loopback.faults.clear()  # releases held requests
+    elapsed = time.perf_counter() - start
+    assert proc.returncode == 1, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("compaction-eval: error:")]
+    assert len(errors) == 1 and message in errors[0], proc.stderr
+    assert elapsed < 60  # was: still hanging after 150 s (the SDK was given 600 s)
+    results = tmp_path / "results"
+    assert not (results / "held").exists() and list(results.glob(".held*")) == []
+    real.assert_no_key_anywhere(tmp_path, proc.stdout, proc.stderr)
