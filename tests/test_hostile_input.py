@@ -120,7 +120,7 @@ def test_yaml_alias_bomb_is_refused_at_once(tmp_path, capsys, command):
 )
 def test_labels_lint_refuses_what_would_fail_later(tmp_path, capsys, snippet, place, message):
     traces, labs = write_corpus(tmp_path, labels=LABELS + f"    {snippet}\n")
-    code, out, err = cli(capsys, "lint", str(traces), str(labs))
+    code, out, _ = cli(capsys, "lint", str(traces), str(labs))
     assert code == 1
     assert f"{labs / 't1.yaml'}: {place}: {message}" in out, out
 
@@ -190,7 +190,7 @@ def prompt_run(tmp_path: Path, capsys, body: str, name: str = "evil.j2", raw: by
         path.write_bytes(raw)
     else:
         path.write_text(HEADER + body)
-    code, out, err = cli(capsys, "recall", "--traces", str(traces), "--labels", str(labs), "--prompts", str(path),
+    code, _, err = cli(capsys, "recall", "--traces", str(traces), "--labels", str(labs), "--prompts", str(path),
                          "--out", str(tmp_path / "results"), "--run", "r")
     assert code == 2
     assert not (tmp_path / "results").exists()

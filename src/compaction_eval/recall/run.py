@@ -22,8 +22,8 @@ from compaction_eval.contracts.runfiles import (
     RESULTS_FILE,
     SCHEMA,
     check_run_path,
-    request_limits,
     clear_interrupted,
+    request_limits,
     staged_run_dir,
     write_json_atomic,
 )
