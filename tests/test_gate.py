@@ -24,6 +24,7 @@ from compaction_eval.gate.rules import (
     EXIT_PASS,
     EXIT_REGRESSION,
     GateInputError,
+    _md_escape,
     format_junit,
     format_markdown,
     format_text,
@@ -70,7 +71,7 @@ def test_a_lost_category_fails_and_every_output_names_the_lost_facts(tmp_path, m
     assert "❌ compaction-eval gate: regression" in text
     assert "handoff: number recall -1.000" in text
     # every lost number fact is listed with its sample, and nothing else was lost
-    assert text.count("| handoff | trace-") == 40 and text.count("| number | `number-") == 40
+    assert text.count("| handoff | trace-") == 40 and text.count("| number | <code>number-") == 40
     assert summary.read_text() == text + "\n"
 
     tree = ET.parse(junit).getroot()
@@ -99,7 +100,7 @@ def test_a_critical_fact_lost_fails_and_is_marked(tmp_path):
     result = gate_runs(base, cand)
     assert result.exit_code == EXIT_REGRESSION
     assert result.reasons == ["terse: critical fact artifact-a (artifact) lost at trace-2@40"]
-    assert "**critical** `artifact-a`" in format_markdown(result)
+    assert "**critical** <code>artifact-a</code>" in format_markdown(result)
     xml = ET.fromstring(format_junit(result))
     failing = [tc for tc in xml.iter("testcase") if tc.find("failure") is not None]
     assert [(tc.get("classname"), tc.get("name")) for tc in failing] == [("compaction_eval.gate.terse", "artifact")]
@@ -138,7 +139,7 @@ def test_unusable_input_exits_2_and_says_what_is_missing_or_different(tmp_path, 
     err = capsys.readouterr().err
     assert code == 2
     assert message in err
-    assert "unusable input" in md.read_text() and message in md.read_text()
+    assert "unusable input" in md.read_text() and _md_escape(message) in md.read_text()  # inert markdown
     assert ET.parse(junit).getroot().get("errors") == "1"
 
 
@@ -237,8 +238,15 @@ def test_baseline_save_copies_results_only_atomically_and_gates_by_name(tmp_path
     assert blessed["baseline"]["name"] == "nightly" and blessed["fact_stability"]["unstable"] == 0
     assert list_baselines(root) == [saved]
     assert resolve_baseline("nightly", root) == saved
-    # saving again replaces the file (no partial file left behind)
-    assert main(["baseline", "save", str(run_dir), "--name", "nightly", "--root", str(root)]) == 0
+    # saving again is refused without force (issue 14), replaces the file with it
+    before = (saved / "results.json").read_bytes()
+    capsys.readouterr()
+    assert main(["baseline", "save", str(run_dir), "--name", "nightly", "--root", str(root)]) == 2
+    assert "baseline 'nightly' already exists: pass --force to replace it" in capsys.readouterr().err
+    assert (saved / "results.json").read_bytes() == before
+    from compaction_eval.gate.baselines import save_baseline
+
+    save_baseline(run_dir, "nightly", root, force=True)
     assert sorted(p.name for p in saved.iterdir()) == ["results.json"]
     result = gate_files(resolve_baseline("nightly", root), run_dir)
     assert result.exit_code == EXIT_PASS
@@ -307,6 +315,6 @@ def test_offline_a_prompt_that_stops_asking_for_numbers_fails_the_gate(tmp_path)
     assert len(lost_numbers) >= 2
     text = md.read_text()
     for f in lost_numbers:
-        assert f"| recall_max | {f.trace}@{f.point} | number | `{f.fact}`" in text
+        assert f"| recall\\_max | {f.trace}@{f.point} | number | <code>{f.fact}</code>" in text
     failed = {tc.get("name") for tc in ET.parse(junit).getroot().iter("testcase") if tc.find("failure") is not None}
     assert "number" in failed

@@ -278,7 +278,7 @@ def runs(tmp_path_factory):
 @pytest.fixture(scope="module")
 def report(runs) -> Path:
     cand, base = runs
-    return render_report(cand, baseline=base)
+    return render_report(cand, baseline=base, allow_setting_changes=True)  # budgets differ on purpose
 
 
 @pytest.fixture(scope="module")
@@ -508,15 +508,15 @@ def test_runs_on_different_corpora_are_not_compared_and_the_page_says_why(runs, 
     other["samples"] = [s for s in other["samples"] if s["trace"] != EVIL_ID]
     (tmp_path / "other").mkdir()
     write_json_atomic(tmp_path / "other" / "results.json", other)
-    out = render_report(runs[0], baseline=tmp_path / "other", out=tmp_path / "r.html")
+    out = render_report(runs[0], baseline=tmp_path / "other", out=tmp_path / "r.html", allow_setting_changes=True)
     page = out.read_text(encoding="utf-8")
     assert "Not compared: the two runs are on different corpora." in page
     assert "only in candidate: evil-&#34;trace&#34;-&lt;i&gt;x&lt;/i&gt;@12" in page
 
 
 def test_rendering_is_deterministic_apart_from_the_generation_time(runs, tmp_path):
-    a = render_report(runs[0], baseline=runs[1], out=tmp_path / "a.html").read_text(encoding="utf-8")
-    b = render_report(runs[0], baseline=runs[1], out=tmp_path / "b.html").read_text(encoding="utf-8")
+    a = render_report(runs[0], baseline=runs[1], out=tmp_path / "a.html", allow_setting_changes=True).read_text(encoding="utf-8")
+    b = render_report(runs[0], baseline=runs[1], out=tmp_path / "b.html", allow_setting_changes=True).read_text(encoding="utf-8")
     strip = lambda t: re.sub(r"generated [^·]*·", "", t)  # noqa: E731
     assert strip(a) == strip(b)
     parser = _Ids()

@@ -52,7 +52,7 @@ def test_staged_dir_appears_only_on_success(tmp_path):
             raise RuntimeError("boom")
     assert not final.exists() and list(tmp_path.iterdir()) == []
     with staged_run_dir(final) as stage:
-        write_json_atomic(stage / "results.json", {"schema": "compaction-eval/results@1"})
+        write_json_atomic(stage / "results.json", {"schema": "compaction-eval/results@1", "samples": []})
     assert read_results(final)["schema"] == "compaction-eval/results@1"
     assert [p.name for p in tmp_path.iterdir()] == ["run1"]
 

@@ -38,7 +38,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_labels_draft(args: argparse.Namespace) -> int:
-    from compaction_eval.corpus.drafting import draft_yaml
+    from compaction_eval.corpus.drafting import draft_yaml, write_draft
     from compaction_eval.corpus.load import read_trace
 
     trace, problems = read_trace(Path(args.trace))
@@ -46,13 +46,11 @@ def cmd_labels_draft(args: argparse.Namespace) -> int:
         raise ContractError(problems)
     if not 1 <= args.point <= len(trace.messages):
         return error(f"{args.trace}: point {args.point} is outside the trace (1..{len(trace.messages)})")
-    text = draft_yaml(trace, args.point)
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text, encoding="utf-8")
+        write_draft(trace, args.point, args.out, force=args.force)
         print(f"draft labels: {args.out} (edit them, then set labelled_by: human)", file=sys.stderr)
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(draft_yaml(trace, args.point))
     return 0
 
 
@@ -94,7 +92,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     q = labels_sub.add_parser("draft", help="propose candidate facts at a point, as a labels file to edit")
     q.add_argument("trace", help="a trace file (trace@1 or any importable format)")
     q.add_argument("--point", type=int, required=True, help="the compaction point: messages[0:POINT] is the history")
-    q.add_argument("--out", help="write the draft here (default: standard output)")
+    q.add_argument("--out", help="write the draft here (default: standard output); an existing file is refused")
+    q.add_argument("--force", action="store_true", help="overwrite an existing --out file")
     q.set_defaults(func=cmd_labels_draft)
 
     p = sub.add_parser("corpus", help="corpus statistics: traces, tokens, points, facts by category, synthetic vs real, by source; export")

@@ -50,7 +50,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 def cmd_baseline_save(args: argparse.Namespace) -> int:
     from compaction_eval.gate.baselines import save_baseline
 
-    path = save_baseline(Path(args.run_dir), args.name, args.root)
+    path = save_baseline(Path(args.run_dir), args.name, args.root, force=args.force)
     print(f"baseline {args.name}: {path} (commit it with the prompts it was measured on)")
     return 0
 
@@ -80,6 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     q = baseline_sub.add_parser("save", help="bless a run: copy its results.json to results/baselines/NAME/")
     q.add_argument("run_dir", metavar="RUN_DIR", help="a run directory written by `recall` or `run`")
     q.add_argument("--name", default="main", help="baseline name (default: main)")
+    q.add_argument("--force", action="store_true", help="replace an existing baseline of that name")
     q.add_argument("--root", default="results/baselines", help=argparse.SUPPRESS)
     q.set_defaults(func=cmd_baseline_save)
     q = baseline_sub.add_parser("list", help="list the baselines")

@@ -166,6 +166,7 @@ def _small_replay(args: argparse.Namespace) -> dict:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from compaction_eval.contracts.labels import lint_against_trace, load_labels
+    from compaction_eval.contracts.runfiles import read_text_input
     from compaction_eval.corpus.load import read_trace
     from compaction_eval.recall.scoring import score_summary
 
@@ -180,10 +181,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise ContractError(problems)
     if not 1 <= args.point <= len(trace.messages):
         return error(f"--point {args.point} is outside {args.trace} ({len(trace.messages)} messages)")
-    try:
-        summary = sys.stdin.read() if args.summary == "-" else Path(args.summary).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return error(f"{args.summary}: file not found")
+    summary = sys.stdin.read() if args.summary == "-" else read_text_input(args.summary)
     result = score_summary(summary, labels, trace, args.point)
     if args.format == "json":
         print(json.dumps(result.to_json(), indent=1, ensure_ascii=False))

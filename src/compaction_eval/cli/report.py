@@ -15,6 +15,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         out=Path(args.out) if args.out else None,
         traces=args.traces,
         labels=args.labels,
+        allow_setting_changes=args.allow_setting_changes,
     )
     print(path)
     return 0
@@ -27,4 +28,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", metavar="FILE", help="where to write (default: RESULTS_DIR/report.html)")
     p.add_argument("--traces", nargs="+", help="where the run's traces are, for source excerpts (default: the run's config)")
     p.add_argument("--labels", nargs="+", help="where the run's labels are, for fact text (default: the run's config)")
+    p.add_argument("--allow-setting-changes", action="store_true", help="compare with a baseline made with other settings (as `gate --allow-setting-changes`)")
     p.set_defaults(func=cmd_report)

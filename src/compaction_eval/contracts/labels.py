@@ -7,15 +7,15 @@ against the trace it names (indices in range, keys present in the history).
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.traces import Trace, fold
+from compaction_eval.contracts.yamlfile import parse_yaml_with_lines
 
 SCHEMA = "compaction-eval/labels@1"
 CATEGORIES = ("intent", "constraint", "decision", "bug", "artifact", "number", "attempt", "next_step")
@@ -96,36 +96,8 @@ class Labels:
 # ---------------------------------------------------------------------------- parsing
 
 
-def _construct(node: yaml.Node, path: str, lines: dict[str, int]) -> Any:
-    """Build Python data from a composed YAML node, remembering each path's line."""
-    lines[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        out: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = yaml.safe_load(yaml.serialize(key_node))
-            child = f"{path}.{key}" if path != "$" else str(key)
-            out[key] = _construct(value_node, child, lines)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_construct(v, f"{path}[{i}]", lines) for i, v in enumerate(node.value)]
-    return yaml.safe_load(yaml.serialize(node))
-
-
-def parse_yaml_with_lines(text: str, where: str) -> tuple[Any, dict[str, int]]:
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        place = f"line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ContractError([Problem(where, place, f"malformed YAML: {problem}")]) from None
-    lines: dict[str, int] = {}
-    data = _construct(node, "$", lines) if node is not None else None
-    return data, lines
-
-
 def _str_list(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+    return isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)
 
 
 def _int_list(value: Any) -> bool:
@@ -151,10 +123,15 @@ def _check(data: Any, where: str, lines: dict[str, int]) -> list[Problem]:
     if not isinstance(points, list) or not points:
         bad("points", "missing or empty: list the compaction points as '- at: N'")
     else:
+        first_at: dict[int, int] = {}
         for i, p in enumerate(points):
             at = p.get("at") if isinstance(p, dict) else None
             if not isinstance(at, int) or isinstance(at, bool) or at < 1:
                 bad(f"points[{i}]", "each point needs 'at', a positive integer")
+            elif at in first_at:
+                bad(f"points[{i}].at", f"duplicate point {at} (first at points[{first_at[at]}])")
+            else:
+                first_at[at] = i
     facts = data.get("facts")
     if not isinstance(facts, list) or not facts:
         bad("facts", "missing or empty")
@@ -182,7 +159,7 @@ def _check(data: Any, where: str, lines: dict[str, int]) -> list[Problem]:
                 bad(f"{here}.source", "must be a non-empty list of message indices")
             keys = item.get("keys", [])
             if not _str_list(keys):
-                bad(f"{here}.keys", "must be a list of non-empty strings")
+                bad(f"{here}.keys", "must be a list of strings that are not empty or only whitespace")
             if kind == "facts":
                 if item.get("category") not in CATEGORIES:
                     bad(f"{here}.category", f"unknown category {item.get('category')!r} (one of {', '.join(CATEGORIES)})")
@@ -192,8 +169,8 @@ def _check(data: Any, where: str, lines: dict[str, int]) -> list[Problem]:
                 if not keys and not alt:
                     bad(f"{here}.keys", "a fact needs at least one key")
                 w = item.get("weight", 1.0)
-                if not isinstance(w, (int, float)) or isinstance(w, bool) or w <= 0:
-                    bad(f"{here}.weight", "must be a positive number")
+                if not isinstance(w, (int, float)) or isinstance(w, bool) or not math.isfinite(w) or w <= 0:
+                    bad(f"{here}.weight", "must be a positive finite number")
                 if not isinstance(item.get("critical", False), bool):
                     bad(f"{here}.critical", "must be true or false")
                 vu = item.get("valid_until")

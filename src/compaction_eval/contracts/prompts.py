@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
-import yaml
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from compaction_eval.contracts.problems import ContractError, Problem
+from compaction_eval.contracts.yamlfile import load_yaml_text
 
 _HEADER = re.compile(r"^\{#-?\s*\n(.*?)\n\s*-?#\}", re.S)
 
@@ -56,46 +58,109 @@ class Candidate:
         return Candidate(f"{self.name}-{field}", self.description, self.fields, self.path, kept)
 
     def render(self, *, budget: int, span: str | None = None, focus: str | None = None) -> str:
-        env = _environment(self.path.parent)
-        template = env.get_template(self.path.name)
-        text = template.render(span=span, budget=budget, focus=focus, fields=set(self.active_fields))
+        text = _render(self.path, span=span, budget=budget, focus=focus, fields=set(self.active_fields))
         return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
 
 
+class _FolderLoader(jinja2.FileSystemLoader):
+    """Templates from one folder only: `include`/`import` of a file outside it (through
+    `..`, an absolute path or a symbolic link) is refused, and so is a file that is not
+    UTF-8 text."""
+
+    def __init__(self, directory: Path):
+        super().__init__(str(directory))
+        self.root = directory.resolve()
+
+    def get_source(self, environment: jinja2.Environment, template: str):  # type: ignore[override]
+        target = (self.root / template).resolve()
+        if not target.is_relative_to(self.root):
+            raise jinja2.TemplateNotFound(f"{template} (outside the prompts folder {self.root})")
+        if target.is_dir():
+            raise jinja2.TemplateNotFound(f"{template} (a directory)")
+        try:
+            return super().get_source(environment, template)
+        except UnicodeDecodeError as exc:
+            raise _NotText(template, exc.start) from None
+
+
+class _NotText(Exception):
+    def __init__(self, template: str, byte: int):
+        super().__init__(template)
+        self.template, self.byte = template, byte
+
+
 def _environment(directory: Path) -> jinja2.Environment:
+    # Templates are untrusted input: the immutable sandbox refuses attribute access to
+    # internals (`cycler.__init__.__globals__`), calls of unsafe callables and mutation.
     # Prompts are plain text sent to a model, not HTML: no autoescaping here. StrictUndefined
     # turns a typo in a template variable into an error instead of an empty string.
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(directory)),
+    return ImmutableSandboxedEnvironment(
+        loader=_FolderLoader(directory),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
     )
 
 
+def _template_line(exc: BaseException, path: Path) -> str:
+    """`line N` of the innermost template frame of `exc`'s traceback (jinja2 maps template
+    lines into it), or "" when none is found."""
+    line = None
+    folder = str(path.parent.resolve())
+    tb = exc.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if name.endswith(".j2") or name.startswith(folder):
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return f"line {line}" if line else ""
+
+
+def _render(path: Path, **context: object) -> str:
+    """Render one template in the sandbox; every failure is a ContractError naming the file."""
+    where = str(path)
+    try:
+        return _environment(path.parent).get_template(path.name).render(**context)
+    except _NotText as exc:
+        raise ContractError([Problem(str(path.parent / exc.template), f"byte {exc.byte}", "not UTF-8 text: a prompt must be a text file")]) from None
+    except jinja2.TemplateSyntaxError as exc:
+        raise ContractError([Problem(exc.filename or where, f"line {exc.lineno}", f"template error: {exc.message}")]) from None
+    except jinja2.TemplateNotFound as exc:
+        raise ContractError([Problem(where, _template_line(exc, path), f"included template not found: {exc.message}")]) from None
+    except SecurityError as exc:
+        raise ContractError([Problem(where, _template_line(exc, path), f"unsafe template: {exc} (prompts are rendered in a sandbox)")]) from None
+    except jinja2.UndefinedError as exc:
+        raise ContractError([Problem(where, _template_line(exc, path), f"template error: {exc.message} (variables: span, budget, focus, fields)")]) from None
+    except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError, LookupError, AttributeError) as exc:
+        raise ContractError([Problem(where, _template_line(exc, path), f"template error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")]) from None
+
+
 def load_candidate(path: Path | str) -> Candidate:
-    """Read one template's header and check that the template compiles."""
+    """Read one template's header and check that the template renders (in the sandbox)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ContractError([Problem(str(path), "", "prompt file not found")]) from None
+    except IsADirectoryError:
+        raise ContractError([Problem(str(path), "", "is a directory, not a prompt template")]) from None
+    except UnicodeDecodeError as exc:
+        raise ContractError([Problem(str(path), f"byte {exc.start}", "not UTF-8 text: a prompt must be a text file")]) from None
+    except OSError as exc:
+        raise ContractError([Problem(str(path), "", f"cannot read: {exc.strerror or exc}")]) from None
     match = _HEADER.match(text)
     if not match:
         raise ContractError([Problem(str(path), "line 1", "missing metadata header {#- name: ... -#}")])
-    try:
-        meta = yaml.safe_load(match.group(1)) or {}
-    except yaml.YAMLError as exc:
-        raise ContractError([Problem(str(path), "header", f"malformed YAML: {exc}".splitlines()[0])]) from None
+    meta = load_yaml_text(match.group(1), f"{path} header") or {}
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
         raise ContractError([Problem(str(path), "header", "header needs 'name'")])
     fields = meta.get("fields") or []
     if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
         raise ContractError([Problem(str(path), "header.fields", "must be a list of field names")])
-    try:
-        _environment(path.parent).get_template(path.name)
-    except jinja2.TemplateSyntaxError as exc:
-        raise ContractError([Problem(str(path), f"line {exc.lineno}", f"template error: {exc.message}")]) from None
+    # A trial render in both shapes, so an undefined variable, an unsafe expression or a
+    # missing include fails here, before anything is sent to a model.
+    for span in ("(conversation)", None):
+        _render(path, span=span, budget=800, focus="(focus)", fields=set(fields))
     return Candidate(meta["name"], str(meta.get("description", "")), tuple(fields), path)
 
 

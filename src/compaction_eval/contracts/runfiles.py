@@ -6,8 +6,12 @@ place only when complete, so a failed or interrupted run never leaves a partial 
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
+import math
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -20,25 +24,157 @@ from compaction_eval.contracts.problems import ContractError, Problem
 SCHEMA = "compaction-eval/results@1"
 PID_FILE = ".pid"  # in a staging directory: the process building it
 RESULTS_FILE = "results.json"
+LOCK_SUFFIX = ".lock"
+RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def check_run_name(name: str, flag: str = "--run") -> str:
+    """`name` if it is a plain file name (a run or a baseline), else ContractError.
+
+    One rule for every name that becomes a directory: letters, digits, `.`, `_` and `-`,
+    starting with a letter or digit, so `../../escape`, `/abs/path` and `.hidden` are
+    refused before anything is written.
+    """
+    if not isinstance(name, str) or not RUN_NAME.match(name) or name in (".", ".."):
+        raise ContractError([Problem(flag, "", f"name {name!r} must match [A-Za-z0-9][A-Za-z0-9._-]* (no path separators or '..')")])
+    return name
+
+
+def run_directory(out: Path | str, name: str) -> Path:
+    """The run directory `out/name`, with `name` checked (see `check_run_name`)."""
+    return Path(out) / check_run_name(name)
+
+
+def check_run_path(path: Path | str) -> Path:
+    """A run directory as given: refused when its last part is not a valid run name or when
+    it climbs with `..` (`--out results --run ../../escape`)."""
+    path = Path(path)
+    if ".." in path.parts:
+        raise ContractError([Problem("--run", "", f"run directory {str(path)!r} climbs out of its parent with '..'")])
+    check_run_name(path.name)
+    return path
+
+
+def ensure_directory(path: Path | str, flag: str = "--out") -> Path:
+    """Create directory `path` (and parents); a file in the way is a ContractError."""
+    path = Path(path)
+    for part in (path, *path.parents):
+        if part.exists() and not part.is_dir():
+            raise ContractError([Problem(str(part), "", f"{flag} must be a directory, but this is an existing file")])
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ContractError([Problem(str(path), "", f"cannot create directory: {exc.strerror or exc}")]) from None
+    return path
+
+
+def read_text_input(path: Path | str, flag: str = "--summary") -> str:
+    """A UTF-8 text file given on the command line (`score --summary FILE`); a missing file,
+    a directory or binary content is a ContractError naming the file."""
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ContractError([Problem(str(path), "", f"{flag}: file not found")]) from None
+    except IsADirectoryError:
+        raise ContractError([Problem(str(path), "", f"{flag} is a directory: name a text file")]) from None
+    except UnicodeDecodeError as exc:
+        raise ContractError([Problem(str(path), f"byte {exc.start}", f"{flag} is not UTF-8 text")]) from None
+    except OSError as exc:
+        raise ContractError([Problem(str(path), "", f"{flag}: cannot read: {exc.strerror or exc}")]) from None
+
+
+def write_text_new(path: Path | str, text: str, *, force: bool = False, flag: str = "--out") -> Path:
+    """Write `text` to `path` atomically; an existing file is kept unless `force`."""
+    path = Path(path)
+    if path.is_dir():
+        raise ContractError([Problem(str(path), "", f"{flag} is a directory: name a file")])
+    if path.exists() and not force:
+        raise ContractError([Problem(str(path), "", f"{flag} exists: pass --force to overwrite it")])
+    ensure_directory(path.parent, flag)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+@contextmanager
+def run_lock(final: Path) -> Iterator[None]:
+    """Hold `.<run>.lock` beside the run directory for the whole run.
+
+    A second run with the same name, started while the first is working, fails at once
+    with a ContractError naming the process that holds the lock (an advisory `flock`: a
+    killed run's lock is released by the kernel, so nothing stale blocks a rerun).
+    """
+    final = Path(final)
+    ensure_directory(final.parent, "--out")
+    path = final.parent / f".{final.name}{LOCK_SUFFIX}"
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES):
+                raise
+            try:
+                holder = path.read_text().strip() or "?"
+            except OSError:
+                holder = "?"
+            raise ContractError([Problem(str(final), "", f"run {final.name!r} is already in progress (pid {holder}): wait for it or choose another --run name")]) from None
+        try:  # the lock is ours only if the file was not removed and recreated meanwhile
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        os.close(fd)
+
+
+def request_limits(timeout: int, max_retries: int) -> dict[str, int]:
+    """inspect's limits for `--timeout` seconds per request.
+
+    inspect's `timeout` is the budget of the whole retry loop, checked only between
+    attempts, and the SDK is left at its own 600 s per request, so a held request hung far
+    past `--timeout`. `attempt_timeout` cancels each attempt after `timeout` seconds (it is
+    then retried up to `max_retries` times), and the loop's budget covers those attempts
+    plus inspect's back-off between them.
+    """
+    return {"attempt_timeout": timeout, "timeout": timeout * (max_retries + 1) + 30 * max_retries}
 
 
 @contextmanager
 def staged_run_dir(final: Path) -> Iterator[Path]:
     """A temporary directory that becomes `final` when the block succeeds.
 
-    On any exception the temporary directory is removed and `final` is untouched.
+    The run's lock (`run_lock`) is held throughout. On any exception the temporary
+    directory is removed and `final` is untouched.
     """
     final = Path(final)
-    if final.exists():
-        raise ContractError([Problem(str(final), "", "run directory already exists: choose another --run name")])
-    final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
-    try:
-        yield staging
-        os.replace(staging, final)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    check_run_name(final.name)
+    with run_lock(final):
+        if final.exists():
+            raise ContractError([Problem(str(final), "", "run directory already exists: choose another --run name")])
+        staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
+        try:
+            yield staging
+            os.replace(staging, final)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
 
 
 def _umask() -> int:
@@ -94,18 +230,128 @@ def adopt_log(log: str | Path, into: Path) -> Path:
 
 
 def read_results(run_dir: Path | str) -> dict[str, Any]:
-    """Read a run's results.json, checking its schema."""
+    """Read a run's results.json, checking its schema, types and ranges (`validate_results`).
+
+    Every problem is a ContractError naming the file and the place (`samples[3].recall`):
+    a hand-edited or corrupted file never reaches the gate or the report as a TypeError.
+    """
+    from compaction_eval.contracts.traces import parse_json_text
+
     path = Path(run_dir)
     path = path / RESULTS_FILE if path.is_dir() else path
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ContractError([Problem(str(path), "", "results file not found")]) from None
-    except json.JSONDecodeError as exc:
-        raise ContractError([Problem(str(path), f"line {exc.lineno}", f"malformed JSON: {exc.msg}")]) from None
+    except UnicodeDecodeError as exc:
+        raise ContractError([Problem(str(path), f"byte {exc.start}", "not UTF-8 text")]) from None
+    except OSError as exc:
+        raise ContractError([Problem(str(path), "", f"cannot read: {exc.strerror or exc}")]) from None
+    data = parse_json_text(text, str(path))
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ContractError([Problem(str(path), "schema", f"not a {SCHEMA} file")])
+    problems = validate_results(data, str(path))
+    if problems:
+        raise ContractError(problems)
     return data
+
+
+def _is_num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def validate_results(data: dict[str, Any], where: str) -> list[Problem]:
+    """Every way a results@1 document breaks the types and ranges the gate and the report
+    rely on (empty when usable). Unknown keys are allowed (the contract grows)."""
+    problems: list[Problem] = []
+
+    def bad(place: str, message: str) -> None:
+        problems.append(Problem(where, place, message))
+
+    def share(value: Any, place: str, optional: bool = False) -> None:
+        if value is None and optional:
+            return
+        if not _is_num(value) or not 0.0 <= value <= 1.0:
+            bad(place, f"{value!r} is not a number between 0 and 1")
+
+    def interval(value: Any, place: str) -> None:
+        if value is None:
+            return
+        if not isinstance(value, list) or len(value) != 2 or not all(_is_num(v) for v in value):
+            bad(place, "must be [low, high], two finite numbers")
+
+    for key, kind in (("model", str), ("config", dict), ("corpus", dict)):
+        if key in data and data[key] is not None and not isinstance(data[key], kind):
+            bad(key, f"must be a {'string' if kind is str else 'JSON object'}")
+    samples = data.get("samples")
+    if not isinstance(samples, list):
+        bad("samples", "missing or not a list")
+        samples = []
+    for i, s in enumerate(samples):
+        here = f"samples[{i}]"
+        if len(problems) >= 20:
+            break
+        if not isinstance(s, dict):
+            bad(here, "must be a JSON object")
+            continue
+        for key in ("trace", "prompt"):
+            if not isinstance(s.get(key), str) or not s.get(key):
+                bad(f"{here}.{key}", "missing or not a non-empty string")
+        point = s.get("point")
+        if not isinstance(point, int) or isinstance(point, bool) or point < 0:
+            bad(f"{here}.point", f"{point!r} is not a message index")
+        epoch = s.get("epoch", 1)
+        if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 1:
+            bad(f"{here}.epoch", f"{epoch!r} is not a positive integer")
+        share(s.get("recall"), f"{here}.recall")
+        for key in ("precision", "context_recall"):
+            share(s.get(key), f"{here}.{key}", optional=True)
+        by_cat = s.get("recall_by_category", {})
+        if not isinstance(by_cat, dict):
+            bad(f"{here}.recall_by_category", "must be a JSON object")
+        else:
+            for cat, value in by_cat.items():
+                share(value, f"{here}.recall_by_category.{cat}")
+        facts = s.get("facts")
+        if not isinstance(facts, list):
+            bad(f"{here}.facts", "missing or not a list")
+            continue
+        for j, f in enumerate(facts):
+            fplace = f"{here}.facts[{j}]"
+            if not isinstance(f, dict):
+                bad(fplace, "must be a JSON object")
+                continue
+            if not isinstance(f.get("id"), str) or not f.get("id"):
+                bad(f"{fplace}.id", "missing or not a non-empty string")
+            if not isinstance(f.get("kept"), bool):
+                bad(f"{fplace}.kept", f"{f.get('kept')!r} is not true or false")
+            if "category" in f and not isinstance(f["category"], str):
+                bad(f"{fplace}.category", "must be a string")
+            if "critical" in f and not isinstance(f["critical"], bool):
+                bad(f"{fplace}.critical", "must be true or false")
+            if "probability" in f:
+                share(f["probability"], f"{fplace}.probability", optional=True)
+        if not isinstance(s.get("avoid", []), list):
+            bad(f"{here}.avoid", "must be a list")
+    prompts = data.get("prompts", [])
+    if not isinstance(prompts, list):
+        bad("prompts", "must be a list")
+        prompts = []
+    for i, p in enumerate(prompts):
+        here = f"prompts[{i}]"
+        if not isinstance(p, dict):
+            bad(here, "must be a JSON object")
+            continue
+        if not isinstance(p.get("prompt"), str) or not p.get("prompt"):
+            bad(f"{here}.prompt", "missing or not a non-empty string")
+        share(p.get("recall"), f"{here}.recall", optional=True)
+        share(p.get("precision"), f"{here}.precision", optional=True)
+        for key, value in p.items():
+            if key.endswith("_ci"):
+                interval(value, f"{here}.{key}")
+            elif isinstance(value, float) and not math.isfinite(value):
+                bad(f"{here}.{key}", f"{value!r} is not a finite number")
+    return problems
 
 
 def _pid_alive(pid: int) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import zlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -113,23 +114,72 @@ def message_text(message: dict[str, Any]) -> str:
     return "\n".join(block_text(b) for b in content if isinstance(b, dict))
 
 
-def read_json_file(path: Path) -> Any:
-    """Parse a `.json` or `.json.gz` file; a parse error becomes a ContractError with line."""
+# A trace file is at most this large once decompressed: the largest real trace is a few MB,
+# and a gzip bomb (1 MB inflating to 1 GiB) must be refused before it is held in memory.
+MAX_TRACE_BYTES = 256 * 1024 * 1024
+_BAD_CONSTANT = re.compile(r"[:\[,]\s*(-?Infinity|NaN)\b")
+
+
+def read_trace_bytes(path: Path) -> bytes:
+    """The bytes of a `.json` or `.json.gz` file, at most MAX_TRACE_BYTES once decompressed."""
     where = str(path)
+    limit = MAX_TRACE_BYTES
+    too_big = Problem(where, "", f"larger than {limit // (1024 * 1024)} MiB once decompressed: refused (a trace is a few MB)")
     try:
-        raw = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
+        if path.is_dir():
+            raise ContractError([Problem(where, "", "is a directory, not a trace file")])
+        if path.name.endswith(".gz"):
+            with gzip.open(path, "rb") as fh:
+                raw = fh.read(limit + 1)
+        else:
+            if path.stat().st_size > limit:
+                raise ContractError([too_big])
+            raw = path.read_bytes()
     except FileNotFoundError:
         raise ContractError([Problem(where, "", "file not found")]) from None
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, zlib.error) as exc:
         raise ContractError([Problem(where, "", f"cannot read: {exc}")]) from None
+    if len(raw) > limit:
+        raise ContractError([too_big])
+    return raw
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NonFiniteNumber(name)
+
+
+class _NonFiniteNumber(ValueError):
+    pass
+
+
+def parse_json_text(text: str, where: str) -> Any:
+    """Strict JSON (no NaN/Infinity) from `text`; every failure is a located ContractError."""
     try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ContractError([Problem(where, f"byte {exc.start}", "not UTF-8")]) from None
+        return json.loads(text, parse_constant=_refuse_constant)
+    except _NonFiniteNumber as exc:
+        match = _BAD_CONSTANT.search(text)
+        place = ""
+        if match:
+            line = text.count("\n", 0, match.start(1)) + 1
+            place = f"line {line} column {match.start(1) - text.rfind(chr(10), 0, match.start(1))}"
+        raise ContractError([Problem(where, place, f"{exc} is not a JSON number (NaN and Infinity are not allowed)")]) from None
     except json.JSONDecodeError as exc:
         raise ContractError(
             [Problem(where, f"line {exc.lineno} column {exc.colno}", f"malformed JSON: {exc.msg}")]
         ) from None
+    except RecursionError:
+        raise ContractError([Problem(where, "", "JSON nested too deeply to read")]) from None
+
+
+def read_json_file(path: Path) -> Any:
+    """Parse a `.json` or `.json.gz` file; a parse error becomes a ContractError with line."""
+    where = str(path)
+    raw = read_trace_bytes(path)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ContractError([Problem(where, f"byte {exc.start}", "not UTF-8")]) from None
+    return parse_json_text(text, where)
 
 
 def validate_trace(data: Any, where: str) -> list[Problem]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from compaction_eval.contracts.labels import SCHEMA as LABELS_SCHEMA
@@ -196,3 +197,11 @@ def draft_yaml(trace: Trace, at: int) -> str:
               "# Check every fact against the trace: delete noise, fix the texts, mark 2-4 `critical: true`,\n"
               "# add `avoid` items and what the rules miss, then set labelled_by: human.\n")
     return labels_yaml(draft_labels(trace, at), header)
+
+
+def write_draft(trace: Trace, at: int, out: Path | str, *, force: bool = False) -> Path:
+    """Write the draft labels to `out`; an existing (perhaps hand-edited) labels file is
+    refused unless `force` (`labels draft --out FILE [--force]`)."""
+    from compaction_eval.contracts.runfiles import write_text_new
+
+    return write_text_new(out, draft_yaml(trace, at), force=force)

@@ -36,7 +36,7 @@ def lint(paths: list[Path], trace_dirs: list[Path]) -> tuple[int, int, list[Prob
 def draft_warnings(paths: list[Path]) -> list[str]:
     """One warning per labels file under `paths` still marked `labelled_by: draft` (proposed by
     `labels draft`, not yet checked by a person). Warnings, not problems: lint still passes."""
-    import yaml
+    from compaction_eval.contracts.yamlfile import read_yaml_file
 
     out = []
     try:
@@ -45,8 +45,8 @@ def draft_warnings(paths: list[Path]) -> list[str]:
         return out
     for f in files:
         try:
-            data = yaml.safe_load(f.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError):
+            data = read_yaml_file(f)
+        except ContractError:
             continue  # reported as a problem by lint()
         if isinstance(data, dict) and data.get("labelled_by") == "draft":
             out.append(f"warning: {f}: labelled_by: draft: unchecked candidate facts; review them and set labelled_by: human")

@@ -16,10 +16,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from compaction_eval.contracts.traces import read_trace_bytes
+
 # Order matters: a private key block first (it contains anything), the generic
 # `password=` form last (its value might itself be a token of another kind).
 PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("private_key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----.*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)", re.DOTALL)),
+    ("private_key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.DOTALL)),
     ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{8,}")),
     ("openai_key", re.compile(r"\bsk-(?:proj-|live-|test-)?[A-Za-z0-9_\-]{4,}")),
     ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
@@ -29,7 +31,8 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "password",
         re.compile(
-            r"(?i)(?<![a-z])(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token)[\"']?\s{0,3}[=:]\s{0,3}[\"']?(?P<secret>(?!\[REDACTED)[^\s\"'&;,]{4,})"
+            # the keyword may sit inside a longer name: aws_secret_access_key, client_secret, DB_PASSWORD
+            r"(?i)(?<![a-z0-9])[a-z0-9_\-]*(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token)[a-z0-9_\-]*[\"']?\s{0,3}[=:]\s{0,3}[\"']?(?P<secret>(?!\[REDACTED)[^\s\"'&;,]{4,})"
         ),
     ),
 ]
@@ -59,19 +62,29 @@ def redact_text(text: str, counts: Counter | None = None) -> str:
 
 
 def redact_json(data: Any, counts: Counter | None = None) -> Any:
-    """A copy of JSON data with every string value redacted (keys are left alone)."""
+    """A copy of JSON data with every string redacted, object keys included (a tool call's
+    input can use a secret as a key: `{"sk-live-...": true}`). Two keys that redact to the
+    same text are kept apart by a `#2`, `#3` suffix."""
     if isinstance(data, str):
         return redact_text(data, counts)
     if isinstance(data, list):
         return [redact_json(v, counts) for v in data]
     if isinstance(data, dict):
-        return {k: redact_json(v, counts) for k, v in data.items()}
+        out: dict[Any, Any] = {}
+        for k, v in data.items():
+            key = redact_text(k, counts) if isinstance(k, str) else k
+            base, n = key, 1
+            while key in out:
+                n += 1
+                key = f"{base}#{n}"
+            out[key] = redact_json(v, counts)
+        return out
     return data
 
 
 def redact_file(src: Path, dst: Path, counts: Counter | None = None) -> Path:
     """Write a redacted copy of a JSON trace file (any format; `.gz` kept as gzip)."""
-    raw = gzip.decompress(src.read_bytes()) if src.name.endswith(".gz") else src.read_bytes()
+    raw = read_trace_bytes(src)
     text = raw.decode("utf-8")
     try:
         out = json.dumps(redact_json(json.loads(text), counts), ensure_ascii=False)

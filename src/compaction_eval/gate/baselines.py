@@ -9,13 +9,14 @@ gate and the report need.
 from __future__ import annotations
 
 import datetime as _dt
-import re
 from pathlib import Path
 from typing import Any
 
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.runfiles import (
     RESULTS_FILE,
+    RUN_NAME,
+    check_run_name,
     read_results,
     write_json_atomic,
 )
@@ -24,17 +25,14 @@ from compaction_eval.recall.stability import stability_summary
 BASELINES_DIR = Path("results/baselines")
 DEFAULT_NAME = "main"
 HORIZON_FILE = "horizon.json"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def baseline_dir(name: str = DEFAULT_NAME, root: Path | str = BASELINES_DIR) -> Path:
     """Where baseline `name` lives (under `root`, default results/baselines)."""
-    if not _NAME.match(name):
-        raise ContractError([Problem("--name", "", f"baseline name {name!r} must match [A-Za-z0-9][A-Za-z0-9._-]*")])
-    return Path(root) / name
+    return Path(root) / check_run_name(name, "--name")
 
 
-def save_baseline(run_dir: Path | str, name: str = DEFAULT_NAME, root: Path | str = BASELINES_DIR) -> Path:
+def save_baseline(run_dir: Path | str, name: str = DEFAULT_NAME, root: Path | str = BASELINES_DIR, *, force: bool = False) -> Path:
     """Bless a run: copy its results.json (and horizon.json) to `root/name/`, each atomically.
 
     The copy records where it came from and the per-fact stability over the run's epochs
@@ -44,6 +42,8 @@ def save_baseline(run_dir: Path | str, name: str = DEFAULT_NAME, root: Path | st
         run_dir: a run directory written by `compaction-eval recall` or `run`.
         name: the baseline's name (default `main`, the one the gate uses by default).
         root: the baselines directory.
+        force: replace an existing baseline of that name (refused otherwise: `main` is the
+            committed baseline every gate compares with).
 
     Returns the baseline's results.json. Raises ContractError for a missing or invalid run.
     """
@@ -54,6 +54,8 @@ def save_baseline(run_dir: Path | str, name: str = DEFAULT_NAME, root: Path | st
     if results.get("suite", "fact_recall") != "fact_recall" or not results.get("samples"):
         raise ContractError([Problem(str(run_dir / RESULTS_FILE), "samples", "not a fact-recall run with samples")])
     target = baseline_dir(name, root)
+    if (target / RESULTS_FILE).exists() and not force:
+        raise ContractError([Problem(str(target / RESULTS_FILE), "", f"baseline {name!r} already exists: pass --force to replace it")])
     target.mkdir(parents=True, exist_ok=True)
     blessed: dict[str, Any] = dict(results)
     blessed["inspect_log"] = None
@@ -83,7 +85,7 @@ def resolve_baseline(spec: str | Path, root: Path | str = BASELINES_DIR) -> Path
     path = Path(spec)
     if path.exists():
         return path
-    if _NAME.match(str(spec)):
+    if RUN_NAME.match(str(spec)):
         return Path(root) / str(spec)
     return path
 

@@ -20,7 +20,9 @@ Exit codes: 0 pass, 1 regression, 2 unusable input.
 
 from __future__ import annotations
 
+import html
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,6 +132,22 @@ def setting_differences(baseline: dict[str, Any], candidate: dict[str, Any]) -> 
     return out
 
 
+def check_comparable(
+    baseline: dict[str, Any], candidate: dict[str, Any], candidate_path: str = "candidate", *, allow_setting_changes: bool = False
+) -> list[str]:
+    """The rule that two runs are compared only when their prompts are the only difference
+    (used by the gate and by `report --baseline`). Returns the differences (allowed ones
+    included); raises GateInputError when they are not allowed."""
+    diffs = setting_differences(baseline, candidate)
+    if diffs and not allow_setting_changes:
+        raise GateInputError(
+            [Problem(candidate_path, "config", f"the runs differ in more than their prompts ({'; '.join(diffs)}): "
+                     "rerun the candidate with the baseline's settings, regenerate the baseline, or pass --allow-setting-changes")]
+            + [Problem(candidate_path, "config", d) for d in diffs[1:]]
+        )
+    return diffs
+
+
 def _meta(results: dict[str, Any]) -> dict[str, Any]:
     epochs = max((int(s.get("epoch", 1)) for s in results.get("samples", [])), default=1)
     return {
@@ -169,13 +187,7 @@ def gate_runs(
     Raises GateInputError for runs on different corpora, without a prompt in common, or
     (unless allowed) with different settings.
     """
-    diffs = setting_differences(baseline, candidate)
-    if diffs and not allow_setting_changes:
-        raise GateInputError(
-            [Problem(candidate_path, "config", f"the runs differ in more than their prompts ({'; '.join(diffs)}): "
-                     "rerun the candidate with the baseline's settings, regenerate the baseline, or pass --allow-setting-changes")]
-            + [Problem(candidate_path, "config", d) for d in diffs[1:]]
-        )
+    diffs = check_comparable(baseline, candidate, candidate_path, allow_setting_changes=allow_setting_changes)
     try:
         full = compare_runs(baseline, candidate, tolerance=tolerance, category_tolerance=category_tolerance)
     except CorpusMismatch as exc:
@@ -286,15 +298,17 @@ def _ci(d: Delta) -> str:
     return f"[{_pts(d.ci[0])}, {_pts(d.ci[1])}]"
 
 
-def _side(meta: dict[str, Any], path: str) -> str:
-    name = f"`{meta.get('run') or path}`"
+def _side(meta: dict[str, Any], path: str, *, markdown: bool = False) -> str:
+    code = _md_code if markdown else (lambda x: f"`{x}`")
+    text = _md_escape if markdown else str
+    name = code(meta.get("run") or path)
     if meta.get("baseline"):
-        name = f"`{meta['baseline']}` (committed baseline; run `{meta.get('run')}`)"
-    bits = [name, meta.get("model") or "?"]
+        name = f"{code(meta['baseline'])} (committed baseline; run {code(meta.get('run'))})"
+    bits = [name, text(meta.get("model") or "?")]
     if meta.get("offline_stand_in"):
         bits.append("offline stand-in, not an LLM")
     if meta.get("git_commit"):
-        bits.append(f"commit {meta['git_commit']}")
+        bits.append(f"commit {text(meta['git_commit'])}")
     if meta.get("epochs", 1) > 1:
         bits.append(f"{meta['epochs']} epochs")
     return ", ".join(bits)
@@ -337,8 +351,22 @@ def format_text(result: GateResult) -> str:
     return "\n".join(lines)
 
 
-def _md_escape(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#!|~>])")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+def _md_escape(text: Any) -> str:
+    """Untrusted text (prompt names, run names, fact text, messages) as inert markdown: one
+    line (control characters and newlines become a space, so nothing can start a heading),
+    HTML escaped (no raw tags), markdown punctuation escaped (no links, images, emphasis or
+    table cells)."""
+    one_line = _CONTROL.sub(" ", str(text))
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(one_line, quote=False))
+
+
+def _md_code(text: Any) -> str:
+    """Untrusted text shown as code: an HTML <code> element, escaped (a backtick cannot end it)."""
+    return f"<code>{html.escape(_CONTROL.sub(' ', str(text)))}</code>"
 
 
 def format_markdown(result: GateResult, *, fact_text: dict[tuple[str, str], str] | None = None) -> str:
@@ -354,8 +382,8 @@ def format_markdown(result: GateResult, *, fact_text: dict[tuple[str, str], str]
     out = [
         f"## {icon} compaction-eval gate: {result.verdict}",
         "",
-        f"- baseline: {_side(result.baseline_meta, result.baseline_path)}",
-        f"- candidate: {_side(result.candidate_meta, result.candidate_path)}",
+        f"- baseline: {_side(result.baseline_meta, result.baseline_path, markdown=True)}",
+        f"- candidate: {_side(result.candidate_meta, result.candidate_path, markdown=True)}",
         f"- {cmp.samples} samples (trace × compaction point), paired by trace, point, prompt and fact; "
         f"95% paired-bootstrap intervals; tolerance {100 * cmp.tolerance:.1f} points overall, "
         f"{100 * cmp.category_tolerance:.1f} per category",
@@ -377,14 +405,14 @@ def format_markdown(result: GateResult, *, fact_text: dict[tuple[str, str], str]
         if case.name != "recall" or case.delta is None:
             continue
         d = case.delta
-        out.append(f"| {case.prompt} | {_pct(d.baseline)} | {_pct(d.candidate)} | {_pts(d.delta)} | {_ci(d)} | {d.n} | "
+        out.append(f"| {_md_escape(case.prompt)} | {_pct(d.baseline)} | {_pct(d.candidate)} | {_pts(d.delta)} | {_ci(d)} | {d.n} | "
                    f"{'❌ regression' if case.failures else '✅'} |")
 
     prompts = [pc.prompt for pc in cmp.prompts]
     cats = [c for c in CATEGORIES if any(case.name == c for case in cases)]
     if cats:
         out += ["", "### Δ recall by category (points, 95% interval)", "",
-                "| prompt | " + " | ".join(cats) + " |", "|---|" + "---|" * len(cats)]
+                "| prompt | " + " | ".join(map(_md_escape, cats)) + " |", "|---|" + "---|" * len(cats)]
         for prompt in prompts:
             row = []
             for cat in cats:
@@ -394,18 +422,18 @@ def format_markdown(result: GateResult, *, fact_text: dict[tuple[str, str], str]
                     continue
                 mark = " ❌" if case.failures else ""
                 row.append(f"{_pts(case.delta.delta)} {_ci(case.delta)}{mark}")
-            out.append(f"| {prompt} | " + " | ".join(row) + " |")
+            out.append(f"| {_md_escape(prompt)} | " + " | ".join(row) + " |")
 
     for title, attr in (("Facts lost", "lost"), ("Facts gained", "gained")):
         changes = [f for pc in cmp.prompts for f in getattr(pc, attr)]
         if not changes:
             continue
         out += ["", f"### {title} ({len(changes)})", ""]
-        summary = ", ".join(f"{pc.prompt}: {len(getattr(pc, attr))}" for pc in cmp.prompts if getattr(pc, attr))
+        summary = ", ".join(f"{_md_escape(pc.prompt)}: {len(getattr(pc, attr))}" for pc in cmp.prompts if getattr(pc, attr))
         out += [f"<details{' open' if attr == 'lost' and len(changes) <= 40 else ''}><summary>{summary}</summary>", "",
                 "| prompt | sample | category | fact | kept (baseline → candidate) |", "|---|---|---|---|---|"]
         for f in changes[:MAX_LISTED_FACTS]:
-            name = f"`{f.fact}`"
+            name = _md_code(f.fact)
             text = fact_text.get((f.trace, f.fact))
             if text:
                 name += f": {_md_escape(text)[:160]}"
@@ -413,13 +441,13 @@ def format_markdown(result: GateResult, *, fact_text: dict[tuple[str, str], str]
                 name = "**critical** " + name
             if result.is_unstable(f):
                 name += " _(unstable in baseline)_"
-            out.append(f"| {f.prompt} | {f.trace}@{f.point} | {f.category} | {name} | "
+            out.append(f"| {_md_escape(f.prompt)} | {_md_escape(f.trace)}@{f.point} | {_md_escape(f.category)} | {name} | "
                        f"{f.baseline_kept:.0%} → {f.candidate_kept:.0%} |")
         if len(changes) > MAX_LISTED_FACTS:
             out.append(f"| … | | | {len(changes) - MAX_LISTED_FACTS} more (see the JUnit file or the report) | |")
         out += ["", "</details>"]
     if cmp.only_in_candidate:
-        out += ["", f"New prompts without a baseline (not gated): {', '.join(cmp.only_in_candidate)}."]
+        out += ["", f"New prompts without a baseline (not gated): {', '.join(map(_md_escape, cmp.only_in_candidate))}."]
     return "\n".join(out) + "\n"
 
 
@@ -453,6 +481,23 @@ def format_junit(result: GateResult) -> str:
                 ET.SubElement(tc, "system-out").text = "\n".join(detail + lost)
     root.set("tests", str(total))
     root.set("failures", str(fails))
+    return _xml(root)
+
+
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_safe(text: str) -> str:
+    """Text that XML 1.0 can hold: characters it forbids (control characters from a prompt
+    name, say) are shown as `\\xNN` instead of making the file unreadable."""
+    return _XML_ILLEGAL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+
+
+def _xml(root: ET.Element) -> str:
+    for el in root.iter():
+        el.attrib = {k: _xml_safe(v) for k, v in el.attrib.items()}
+        if el.text:
+            el.text = _xml_safe(el.text)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
@@ -524,5 +569,4 @@ def unusable_junit(error: ContractError) -> str:
     tc = ET.SubElement(suite, "testcase", classname="compaction_eval.gate", name="inputs", time="0")
     err = ET.SubElement(tc, "error", message=str(error.problems[0]) if error.problems else str(error), type="unusable-input")
     err.text = "\n".join(str(p) for p in error.problems)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return _xml(root)

@@ -14,6 +14,7 @@ from compaction_eval.contracts.runfiles import (
     adopt_log,
     clear_interrupted,
     kept_log_dir,
+    request_limits,
     staged_run_dir,
     write_json_atomic,
 )
@@ -110,7 +111,7 @@ def _run_into(config: HorizonConfig, directory: Path, final: Path) -> dict[str, 
         tasks, model=config.model, model_roles={"compactor": config.compactor}, log_dir=str(log_dir),
         display=config.display, max_samples=config.max_samples, max_tasks=1, fail_on_error=True, score_display=False,
         # inspect retries forever by default: a real provider's outage must end the run
-        max_retries=4, timeout=120, retry_on_error=1,
+        max_retries=4, **request_limits(120, 4), retry_on_error=1,
     )
     failed = [f"{log.eval.task}: {log.status} ({_first_line(log.error.message) if log.error else 'no error message'})"
               for log in logs if log.status != "success"]

@@ -23,8 +23,10 @@ from compaction_eval.contracts.runfiles import (
     RESULTS_FILE,
     SCHEMA,
     adopt_log,
+    check_run_path,
     clear_interrupted,
     kept_log_dir,
+    request_limits,
     staged_run_dir,
     write_json_atomic,
 )
@@ -38,6 +40,7 @@ from compaction_eval.contracts.settings import (
 from compaction_eval.corpus.hf import absolute as hf_absolute
 from compaction_eval.corpus.hf import is_hf
 from compaction_eval.corpus.load import load_corpus
+from compaction_eval.corpus.redact import redact_text
 from compaction_eval.corpus.stats import corpus_stats
 from compaction_eval.recall.aggregate import summarise_prompts, uncertain_count
 from compaction_eval.recall.scorer import VERDICTS_KEY
@@ -91,9 +94,45 @@ class RecallConfig:
     redact: bool = False
     sample_retries: int = 1
 
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Refuse numbers that would run and report something wrong (ContractError naming
+        the option): a negative `--keep-last` acting as 0, a budget of 0 sent to a model."""
+        rules = [
+            ("--budget", self.budget, 1, "a positive number of tokens"),
+            ("--keep-last", self.keep_last, 0, "0 or more messages"),
+            ("--epochs", self.epochs, 1, "at least 1"),
+            ("--max-retries", self.max_retries, 0, "0 or more"),
+            ("--timeout", self.timeout, 1, "at least 1 second"),
+            ("max_connections", self.max_connections, 1, "at least 1"),
+            ("sample_retries", self.sample_retries, 0, "0 or more"),
+        ]
+        for flag, value, low, what in rules:
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ContractError([Problem(flag, "", f"{value!r} is not valid: must be {what}")])
+        if self.shape not in ("inline", "messages"):
+            raise ContractError([Problem("--shape", "", f"{self.shape!r} is not 'inline' or 'messages'")])
+
     @property
     def offline_stand_in(self) -> bool:
         return is_stand_in(self.model)
+
+
+def empty_span_problems(corpus: Any, keep_last: int) -> list[Problem]:
+    """Samples where `keep_last` leaves nothing to compact: scoring them would report the
+    verbatim tail as a perfect summary (recall 100%)."""
+    from compaction_eval.compaction.split import split_history
+
+    problems = []
+    for tid, at in corpus.samples():
+        if not split_history(corpus.traces[tid], at, keep_last).middle:
+            labels = corpus.labels[tid]
+            i = labels.points.index(at)
+            problems.append(Problem(str(labels.path), labels.place(f"points[{i}].at"),
+                                    f"--keep-last {keep_last} keeps all of messages[1:{at}] verbatim: nothing is left to compact at point {at}"))
+    return problems
 
 
 def git_commit() -> str | None:
@@ -170,13 +209,14 @@ def _redacted_labels(config: RecallConfig, stage: Path, dropped: list[str]) -> l
     placeholder left in a summary is not the secret). Their ids are added to `dropped`."""
     import yaml
 
+    from compaction_eval.contracts.yamlfile import read_yaml_file
     from compaction_eval.corpus.load import label_paths
     from compaction_eval.corpus.redact import redact_json, redact_text
 
     out = stage / "redacted-labels"
     paths = []
     for i, src in enumerate(label_paths(config.labels)):
-        data = yaml.safe_load(src.read_text(encoding="utf-8"))
+        data = read_yaml_file(src)
         if isinstance(data, dict):
             kept = []
             for item in data.get("avoid") or []:
@@ -195,7 +235,7 @@ def _redacted_labels(config: RecallConfig, stage: Path, dropped: list[str]) -> l
     return paths
 
 
-def _failure_message(log: Any, max_retries: int) -> str:
+def _failure_message(log: Any, max_retries: int, timeout: int | None = None) -> str:
     """One line saying why inspect's run failed (the first sample error if there is one)."""
     errors = [log.error.message] if log.error else []
     errors += [s.error.message for s in log.samples or [] if s.error]
@@ -204,6 +244,10 @@ def _failure_message(log: Any, max_retries: int) -> str:
     error = (causes or errors or [""])[0]
     first = next((line.strip() for line in (error or "").splitlines() if line.strip()), "")
     gave_up = re.search(r"RetryError\(.*raised (\w+)", first)
+    if "AttemptTimeoutError" in error or "attempt_timeout" in error:
+        return f"the model provider did not answer within --timeout {timeout} s (after {max_retries} retries)"
+    if re.search(r"JSONDecodeError|not valid JSON|Expecting value|APIResponseValidationError", error):
+        return f"the provider's answer was not valid JSON (after {max_retries} retries)"
     if gave_up:
         return f"the model provider kept failing ({gave_up.group(1)}) after the allowed retries (--max-retries {max_retries})"
     return first[:400] or f"status {log.status}"
@@ -234,7 +278,8 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
     and resumes through the generate cache (real models): finished calls cost nothing.
     Raises ContractError for bad input and RunFailed when inspect reports a failure.
     """
-    out_dir = Path(out_dir).resolve()
+    config.check()
+    out_dir = check_run_path(out_dir).resolve()
     # results.json records where the inputs were read (absolute: a report renders from any
     # directory) and the paths as given (found again when a run directory is moved).
     given = {kind: [str(p) for p in getattr(config, kind)] for kind in ("traces", "labels", "prompts")}
@@ -244,6 +289,9 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
     from_hf = any(map(is_hf, [*config.traces, *config.labels]))
     if from_hf and config.redact:
         raise ContractError([Problem("--redact", "", "not available with hf: inputs (redact the files, then export them)")])
+    empty = empty_span_problems(corpus, config.keep_last)
+    if empty:
+        raise ContractError(empty)
     candidates = load_candidates(config.prompts)
     from inspect_ai import eval as inspect_eval  # slow import: only when something runs
     from inspect_ai.model import get_model
@@ -262,9 +310,14 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
         traces, labels, redactions, dropped = config.traces, config.labels, {}, []
         if from_hf:
             traces, labels = _hf_files(corpus, stage)
+        focus = config.focus
         if config.redact:
             traces, redactions = _redacted_traces(config, stage)
             labels = _redacted_labels(config, stage, dropped)
+            if focus:
+                counts: Counter = Counter(redactions)
+                focus = redact_text(focus, counts)
+                redactions = dict(counts)
         real = not config.offline_stand_in
         task = fact_recall(
             traces=traces,
@@ -273,7 +326,7 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
             budget=config.budget,
             keep_last=config.keep_last,
             shape=config.shape,
-            focus=config.focus,
+            focus=focus,
             judge_model=config.judge_model,
             cache=real,
         )
@@ -296,7 +349,7 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
             epochs=config.epochs,
             max_connections=config.max_connections,
             max_retries=config.max_retries,
-            timeout=config.timeout,
+            **request_limits(config.timeout, config.max_retries),
             fail_on_error=True,
             retry_on_error=config.sample_retries,
             log_format="eval",
@@ -309,7 +362,7 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
                 shutil.rmtree(stage / copies, ignore_errors=True)
         if log.status != "success":
             where = f"; inspect log: {log.location} (inspect view --log-dir {log_dir}; inspect eval-retry {log.location})" if log.location else ""
-            raise RunFailed(f"inspect run failed ({log.status}): {_failure_message(log, config.max_retries)}{where}")
+            raise RunFailed(f"inspect run failed ({log.status}): {_failure_message(log, config.max_retries, config.timeout)}{where}")
         inspect_log = adopt_log(log.location, stage / "logs") if log.location else None
         samples = [_sample_record(s) for s in log.samples or []]
         from compaction_eval.corpus.redact import redact_json

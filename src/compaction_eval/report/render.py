@@ -176,6 +176,8 @@ def load_source_corpus(
             continue
         if trace is not None and trace.id in needed:
             found.traces.setdefault(trace.id, trace)
+    if config.get("redact"):
+        _redact_sources(found)
     lacking = sorted(needed - (found.labels.keys() & found.traces.keys()))
     if lacking:
         where = ", ".join(map(str, [*config.get("traces", []), *config.get("labels", [])]))
@@ -185,6 +187,28 @@ def load_source_corpus(
             "without fact text and source excerpts."
         )
     return found
+
+
+def _redact_sources(found: SourceCorpus) -> None:
+    """A redacted run shows only redacted sources: its excerpts and fact text come from the
+    original files, which still hold the secrets the model never saw."""
+    import dataclasses
+
+    from compaction_eval.contracts.traces import trace_from_json
+    from compaction_eval.corpus.redact import redact_json, redact_text
+
+    found.traces = {tid: trace_from_json(redact_json(t.to_json()), t.path) for tid, t in found.traces.items()}
+
+    def fact(f: Any) -> Any:
+        changes = {"text": redact_text(f.text), "keys": tuple(redact_text(k) for k in f.keys)}
+        if hasattr(f, "alt_keys"):
+            changes["alt_keys"] = tuple(tuple(redact_text(k) for k in ks) for ks in f.alt_keys)
+        return dataclasses.replace(f, **changes)
+
+    found.labels = {
+        tid: dataclasses.replace(lab, facts=tuple(fact(f) for f in lab.facts), avoid=tuple(fact(a) for a in lab.avoid))
+        for tid, lab in found.labels.items()
+    }
 
 
 # ----------------------------------------------------------------------------- view model
@@ -698,6 +722,7 @@ def render_report(
     out: Path | None = None,
     traces: list[str] | None = None,
     labels: list[str] | None = None,
+    allow_setting_changes: bool = False,
 ) -> Path:
     """Write the HTML report of a run directory and return its path.
 
@@ -709,6 +734,8 @@ def render_report(
         out: where to write (default run_dir/report.html).
         traces, labels: where the run's traces and labels are, for fact text and source
             excerpts (default: the paths in the run's config).
+        allow_setting_changes: compare with a baseline made with another model, budget,
+            shape or focus (refused otherwise, as by the gate).
 
     Raises ContractError when the directory holds no results.
     """
@@ -719,6 +746,11 @@ def render_report(
         raise ContractError([Problem(str(run_dir), "", f"no {RESULTS_FILE} or {HORIZON_FILE}: not a run directory")])
     results = read_results(run_dir) if has_results else None
     base = read_results(baseline) if baseline is not None else None
+    if base is not None and results is not None:
+        from compaction_eval.gate.rules import check_comparable
+
+        # the gate's own rule: a report does not show "gate: pass" for runs the gate refuses
+        check_comparable(base, results, str(run_dir), allow_setting_changes=allow_setting_changes)
     from compaction_eval.tune.ablation import (
         read_tune,  # tune.json, written by `compaction-eval tune --results RUN_DIR`
     )

@@ -313,6 +313,9 @@ def tune(config: TuneConfig, *, out_prompt: Path | None = None, log=print) -> Tu
         tmp = write_variant(candidate, chosen.fields, variants_dir, name)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(tmp, target)
+        for partial in tmp.parent.glob("_*.j2"):  # the partials it includes, or it cannot render
+            if not (target.parent / partial.name).exists():
+                shutil.copy(partial, target.parent / partial.name)
         written = str(target)
     notes = []
     if is_stand_in(config.model):

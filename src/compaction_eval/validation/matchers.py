@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from compaction_eval.contracts.labels import (
     CATEGORIES,
@@ -42,6 +41,7 @@ from compaction_eval.contracts.labels import (
 )
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.traces import Trace
+from compaction_eval.contracts.yamlfile import read_yaml_file
 from compaction_eval.recall.matching.literal import SummaryText, literal_match, match_key_sets
 from compaction_eval.recall.matching.semantic import (
     CATEGORY_THRESHOLDS,
@@ -147,7 +147,7 @@ def load_gold_file(path: Path) -> GoldFile:
     def bad(place: str, msg: str) -> None:
         problems.append(Problem(str(path), place, msg))
 
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = read_yaml_file(path)
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ContractError([Problem(str(path), "schema", f"expected schema: {SCHEMA}")])
     labels_path = _resolve(path.parent, str(data.get("labels", "")))
@@ -485,7 +485,7 @@ class Control:
 
 
 def load_controls(path: Path) -> list[Control]:
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = read_yaml_file(path)
     if not isinstance(data, dict) or data.get("schema") != CONTROLS_SCHEMA:
         raise ContractError([Problem(str(path), "schema", f"expected schema: {CONTROLS_SCHEMA}")])
     out = []
