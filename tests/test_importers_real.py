@@ -488,14 +488,26 @@ def test_every_real_label_file_lints_against_its_shipped_trace():
 
 
 @needs_data
-def test_shipped_mini_swe_agent_messages_are_what_the_importer_gives(converted):
+def test_shipped_mini_swe_agent_messages_are_what_the_importer_gives_redacted(converted):
+    from compaction_eval.corpus.redact import redact_json, redact_text
+
     for rel, traces in converted.items():
         if not rel.startswith("mini-swe-agent/"):
             continue
         [trace] = traces
         shipped = json.loads(gzip.decompress((REAL / "mini-swe-agent" / f"{trace['id']}.json.gz").read_bytes()))
         assert shipped["id"] == trace["id"] == Path(rel).name.removesuffix(".traj.json")
-        assert shipped["messages"] == trace["messages"] and shipped["system"] == trace["system"]
+        # one message per source message, in order; only secret-looking strings differ
+        assert len(shipped["messages"]) == len(trace["messages"])
+        assert shipped["messages"] == redact_json(trace["messages"]) and shipped["system"] == redact_text(trace["system"])
+
+
+def test_no_known_secret_shape_is_shipped():
+    from compaction_eval.corpus.redact import redact_json
+
+    for path in sorted(REAL.glob("*/*.json.gz")):
+        trace = json.loads(gzip.decompress(path.read_bytes()))
+        assert redact_json(trace["messages"]) == trace["messages"], f"{path.name} still holds a secret-looking string"
 
 
 @needs_data

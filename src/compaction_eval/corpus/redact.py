@@ -1,6 +1,7 @@
 """Replace secret-looking strings with `[REDACTED:<kind>]` before text reaches a model.
 
-Kinds: `anthropic_key` / `openai_key` (sk-...), `aws_access_key` (AKIA...), `github_token`
+Kinds: `anthropic_key` / `openai_key` (sk-...), `aws_access_key` (AKIA...), `google_api_key`
+(AIza...), `onepassword_secret_key` (A3-...), `github_token`
 (ghp_/gho_/ghu_/ghs_/ghr_/github_pat_), `slack_token` (xox?-...), `password` (the value of
 `password=`, `passwd:`, `secret=`, `api_key=` ...), `bearer_token` (`Bearer <token>`),
 `private_key` (PEM private key blocks). Patterns are anchored on distinctive prefixes so
@@ -25,6 +26,8 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{8,}")),
     ("openai_key", re.compile(r"\bsk-(?:proj-|live-|test-)?[A-Za-z0-9_\-]{4,}")),
     ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])")),
+    ("onepassword_secret_key", re.compile(r"\bA3-[A-Z0-9]{6}-[A-Z0-9]{5,6}(?:-[A-Z0-9]{5}){4}\b")),
     ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})")),
     ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{8,}")),
     ("bearer_token", re.compile(r"\b[Bb]earer\s+(?P<secret>[A-Za-z0-9_\-\.=+/]{12,})")),

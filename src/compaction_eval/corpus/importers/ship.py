@@ -23,6 +23,7 @@ import gzip
 import json
 import os
 import sys
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from typing import Any
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.traces import validate_trace
 from compaction_eval.corpus.importers import convert_all
+from compaction_eval.corpus.redact import redact_json, redact_text
 
 SOURCES = ("mini-swe-agent", "claude-code", "gemini-cli", "openhands", "swe-agent", "aider")
 
@@ -197,6 +199,13 @@ def ship_trace(trace: dict[str, Any], up: Upstream, path: Path, resolved: dict[s
         meta["user_prompts"] = up.user_prompts
     if up.source == "mini-swe-agent" and trace["id"] in resolved:
         meta["resolved"] = resolved[trace["id"]]
+    # Public sessions still carry secrets their authors missed (API keys, a PGP private key):
+    # the shipped copy is redacted like a `--redact` run, and says how much.
+    counts: Counter = Counter()
+    trace["system"] = redact_text(trace.get("system", ""), counts)
+    trace["messages"] = redact_json(trace["messages"], counts)
+    if counts:
+        meta["redactions"] = dict(sorted(counts.items()))
     trace["metadata"] = meta
     return trace
 
