@@ -117,16 +117,16 @@ class GoldFile:
 
 def source_kind(trace: str, gold_path: Path) -> str:
     """The source kind of `trace` when its gold file does not say: `synthetic` for the
-    generator's `synth-*` traces, else the folder of `shared/data/<kind>/` (beside the
-    repository or one of its parents) holding a file named after the trace, else `unknown`."""
+    generator's `synth-*` traces, else the folder of `fixtures/real/<kind>/` (the shipped real
+    corpus, found above the gold file) holding the trace, else `unknown`."""
     if trace.startswith("synth-"):
         return "synthetic"
     for parent in gold_path.resolve().parents:
-        data = parent / "shared" / "data"
-        if data.is_dir():
-            for kind in sorted(d for d in data.iterdir() if d.is_dir()):
-                if any(kind.rglob(f"{trace}*")):
-                    return kind.name
+        real = parent / "fixtures" / "real"
+        if real.is_dir():
+            for shipped in real.glob(f"*/{trace}.json.gz"):
+                return shipped.parent.name
+            break
     return "unknown"
 
 
