@@ -12,6 +12,12 @@ intervals; the regression rules) is `compare.compare_runs`. The gate adds what C
   baseline is downgraded to a warning. (The verdict is not recomputed on the stable facts
   only: selecting facts by the baseline's stability biases the difference against the
   candidate, a regression to the mean that the benchmark showed as false alarms.)
+- power where there is no noise: a change is *definite* when the fact was kept in every
+  baseline epoch and lost in every candidate epoch (or the reverse) and each run is
+  deterministic or repeated (`compare.py`). A deterministic model has no noise, so every
+  change it shows comes from the edit: a category (or the overall recall) whose net
+  definite losses exceed its tolerance fails even when the bootstrap interval touches zero
+  (the interval measures how the effect varies over samples, not whether it is real).
 - outputs: a text verdict for the log, markdown for a pull-request comment (also appended
   to `$GITHUB_STEP_SUMMARY` when set) and JUnit XML with a test case per prompt x category.
 
@@ -219,6 +225,18 @@ def _apply_noise_rules(
             if lost and all(key(f) in unstable for f in lost):
                 warnings.append(f"{line}: every fact lost is unstable in the baseline (kept in only some epochs): not a regression")
                 continue
+            reasons.append(line)
+            failing.setdefault((pc.prompt, case), []).append(line)
+        definite_checks = [("recall", pc.definite_recall, tol, pc.definite_lost, f"{pc.prompt}: recall")]
+        definite_checks += [(cat, eff, ctol, [f for f in pc.definite_lost if f.category == cat], f"{pc.prompt}: {cat} recall")
+                            for cat, eff in pc.definite_by_category.items()]
+        for case, eff, limit, lost, prefix in definite_checks:
+            if eff is None or not eff.delta < -limit - 1e-12 or (pc.prompt, case) in failing:
+                continue
+            shown = ", ".join(f"{f.fact} ({f.trace}@{f.point})" for f in lost[:6]) + (f" and {len(lost) - 6} more" if len(lost) > 6 else "")
+            line = (f"{prefix} {_pts(eff.delta)} points from {eff.lost} definite loss(es) and {eff.gained} definite gain(s) "
+                    f"(kept in every baseline epoch, lost in every candidate epoch), beyond the tolerance of "
+                    f"{100 * limit:.1f} points: {shown}")
             reasons.append(line)
             failing.setdefault((pc.prompt, case), []).append(line)
         for f in pc.critical_lost:
