@@ -55,6 +55,22 @@ def write_json_atomic(path: Path, data: Any) -> None:
         raise
 
 
+def write_text_atomic(path: Path, text: str, mode: int = 0o644) -> None:
+    """Write text through a temp file in the same directory, then rename over `path`
+    (parents created); readable like any other file (`mode`)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def read_results(run_dir: Path | str) -> dict[str, Any]:
     """Read a run's results.json, checking its schema."""
     path = Path(run_dir)

@@ -524,15 +524,9 @@ def write_outputs(
 
 
 def _write(path: Path, text: str) -> None:
-    import tempfile
+    from compaction_eval.contracts.runfiles import write_text_atomic
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    write_text_atomic(path, text)
 
 
 def unusable_junit(error: ContractError) -> str:

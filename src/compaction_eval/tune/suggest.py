@@ -66,9 +66,9 @@ WORDING = {
     "next_step": ("Next step", "The next action to take.", "the next step"),
 }
 EXACT_CATEGORIES = ("number", "artifact", "bug")
-_BLOCK = re.compile(r'(\{%-?\s*if\s+"(?P<field>[\w-]+)"\s+in\s+fields\s*-?%\})(?P<body>(?:(?!\{%-?\s*(?:if|endif)\b).)*?)(\{%-?\s*endif\s*-?%\})', re.S)
+_BLOCK = re.compile(r'(\{%-?\s*if\s+"(?P<field>[\w-]+)"\s+in\s+fields\s*-?%\})(?P<body>(?:(?!\{%-?\s*(?:if|endif)\b).)*?)(\{%-?\s*endif\s*-?%\})', re.DOTALL)
 _BREVITY = re.compile(r"\b(?:in\s+)?(?:a few|a couple of|several|one|two|three|four|five|six|\d{1,2})\s+(?:short\s+|brief\s+)?"
-                      r"(?:lines|sentences|bullets|bullet points)\b", re.I)
+                      r"(?:lines|sentences|bullets|bullet points)\b", re.IGNORECASE)
 _DISCARD_LINE = "Discard raw tool output, redundant searches and superseded plans."
 
 
@@ -121,6 +121,7 @@ class PromptSuggestions:
     edits: list[Edit]
     patch: str  # unified diff against `path` ('' when no edit changes the file)
     facts: list[LostFact]
+    revised: str = ""  # the template text with the applied edits (the patch applied)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -219,7 +220,7 @@ def _examples(facts: list[LostFact]) -> list[LostFact]:
 def _add_field(text: str, category: str, fieldname: str) -> str:
     """`text` with `fieldname` added to the header's `fields:` and a block asking for
     `category` (unless the template has one), in the style of its last field block."""
-    head = re.match(r"^\{#-?\s*\n(.*?)\n\s*-?#\}", text, re.S)
+    head = re.match(r"^\{#-?\s*\n(.*?)\n\s*-?#\}", text, re.DOTALL)
     if head is None:
         return text
     header = head.group(1)
@@ -264,7 +265,7 @@ def _add_field(text: str, category: str, fieldname: str) -> str:
 
 
 def _body_start(text: str) -> int:
-    head = re.match(r"^\{#-?\s*\n(.*?)\n\s*-?#\}", text, re.S)
+    head = re.match(r"^\{#-?\s*\n(.*?)\n\s*-?#\}", text, re.DOTALL)
     return head.end() if head else 0
 
 
@@ -279,7 +280,7 @@ def _exact_copies(text: str, fieldname: str) -> str:
     for m in _BLOCK.finditer(text):
         if m.group("field") == fieldname:
             body = m.group("body")
-            if re.search(r"\bexact(ly)?\b|verbatim", body, re.I) and re.search(r"never round", body, re.I):
+            if re.search(r"\bexact(ly)?\b|verbatim", body, re.IGNORECASE) and re.search(r"never round", body, re.IGNORECASE):
                 return text
             new_body = body.rstrip() + " Copy them exactly as written, never rounded or shortened." + body[len(body.rstrip()):]
             return text[: m.start("body")] + new_body + text[m.end("body"):]
@@ -287,7 +288,7 @@ def _exact_copies(text: str, fieldname: str) -> str:
 
 
 def _discard_noise(text: str) -> str:
-    if re.search(r"\b(?:discard|omit|leave out|drop)\b", text, re.I):
+    if re.search(r"\b(?:discard|omit|leave out|drop)\b", text, re.IGNORECASE):
         return text
     lines = text.split("\n")
     at = next((i for i in range(len(lines) - 1, -1, -1) if "budget" in lines[i]), len(lines))
@@ -310,8 +311,23 @@ def unified_patch(path: Path, old: str, new: str) -> str:
     return out
 
 
-def suggest_prompt(results: dict[str, Any], candidate: Candidate, labels: dict[tuple[str, str], Any] | None = None) -> PromptSuggestions:
-    """Lost facts of `candidate` in `results`, grouped by category and cause, and the edits."""
+def edit_key(edit: Edit) -> str:
+    """A stable name of an edit (`add_field:numbers`), to remember which were tried."""
+    return f"{edit.kind}:{edit.field or edit.category or ''}"
+
+
+def suggest_prompt(
+    results: dict[str, Any], candidate: Candidate, labels: dict[tuple[str, str], Any] | None = None,
+    *, limit: int | None = None, skip: frozenset[str] | set[str] = frozenset(),
+) -> PromptSuggestions:
+    """Lost facts of `candidate` in `results`, grouped by category and cause, and the edits.
+
+    Args:
+        limit: apply at most this many edits to the patch (the first ones, in the order
+            they are listed: missing fields by facts lost, then cap, exactness, noise);
+            the others are listed as advice.
+        skip: edits (by `edit_key`) not to propose (e.g. already tried and rejected).
+    """
     labels = _fact_index(results) if labels is None else labels
     fields = candidate.fields
     facts, expected = lost_facts(results, candidate.name, fields, labels)
@@ -325,6 +341,12 @@ def suggest_prompt(results: dict[str, Any], candidate: Candidate, labels: dict[t
     directives = parse_directives(candidate.render(budget=800, span="", focus=None))
     edits: list[Edit] = []
 
+    def allowed(kind: str, name: str | None) -> bool:
+        """Whether an edit may change the text: not skipped, and within `limit`."""
+        if f"{kind}:{name or ''}" in skip:
+            return False
+        return limit is None or sum(1 for e in edits if e.applied) < limit
+
     def by(cause: str, cat: str | None = None) -> list[LostFact]:
         return [f for f in facts if f.cause == cause and (cat is None or f.category == cat)]
 
@@ -335,29 +357,34 @@ def suggest_prompt(results: dict[str, Any], candidate: Candidate, labels: dict[t
         if not lost:
             continue
         name = FIELD_FOR[cat]
-        text = _add_field(text, cat, name)
+        if f"add_field:{name}" in skip:
+            continue
+        ok = allowed("add_field", name)
+        text = _add_field(text, cat, name) if ok else text
         edits.append(Edit("add_field", cat, name, f"add the field `{name}`: ask for {WORDING[cat][2]}",
-                          f"{len(lost)} {cat} fact(s) lost because no field asks for them", _examples(lost)))
+                          f"{len(lost)} {cat} fact(s) lost because no field asks for them", _examples(lost), applied=ok))
     # 2. a length cap that dropped facts while the summary had room
     dropped = by("dropped")
     cap = _BREVITY.search(text, _body_start(text))
-    if directives.max_units is not None and dropped and cap:
-        text = _lift_cap(text)
+    if directives.max_units is not None and dropped and cap and "lift_cap:" not in skip:
+        ok = allowed("lift_cap", None)
+        text = _lift_cap(text) if ok else text
         edits.append(Edit("lift_cap", None, None, f"lift the cap of {directives.max_units} lines ('{cap.group(0).strip()}')",
-                          f"{len(dropped)} fact(s) asked for were dropped while the summary had room left under its budget", _examples(dropped)))
+                          f"{len(dropped)} fact(s) asked for were dropped while the summary had room left under its budget",
+                          _examples(dropped), applied=ok))
     # 3. distortions of exact categories
     for cat in EXACT_CATEGORIES:
         lost = by("distorted", cat)
         name = field_for(cat, fields)
-        if lost and name:
-            new = _exact_copies(text, name)
+        if lost and name and f"exact_copies:{name}" not in skip:
+            new = _exact_copies(text, name) if allowed("exact_copies", name) else text
             edits.append(Edit("exact_copies", cat, name, f"ask for exact copies in `{name}`",
                               f"{len(lost)} {cat} fact(s) distorted in the summary", _examples(lost), applied=new != text))
             text = new
     # 4. a full budget
     full = by("budget")
-    if full:
-        new = _discard_noise(text)
+    if full and "discard_noise:" not in skip:
+        new = _discard_noise(text) if allowed("discard_noise", None) else text
         edits.append(Edit("discard_noise", None, None,
                           "discard noise to make room" if new != text else "raise --budget or shorten the other sections",
                           f"{len(full)} fact(s) lost in summaries that filled their budget", _examples(full), applied=new != text))
@@ -374,7 +401,7 @@ def suggest_prompt(results: dict[str, Any], candidate: Candidate, labels: dict[t
                           f"{len(never)} fact(s) never reached the compaction model", _examples(never), applied=False))
     recall = next((p.get("recall") for p in results.get("prompts", []) if p.get("prompt") == candidate.name), None)
     return PromptSuggestions(candidate.name, str(candidate.path), recall, len(facts), expected, groups, edits,
-                             unified_patch(candidate.path, source, text), facts)
+                             unified_patch(candidate.path, source, text), facts, text)
 
 
 def run_prompts(results: dict[str, Any], prompt: str | Path | None = None) -> list[Candidate]:
