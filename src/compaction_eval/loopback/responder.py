@@ -5,7 +5,8 @@ A request is flattened to inspect chat messages and then to (conversation, instr
 answered by `models.summarise.summarise` within `max_tokens`. A request that offers tools
 and whose last user text has a line `CALL <tool> <json arguments>` is answered with that
 tool call; a request whose tools belong to a long-horizon world (the workspace tag in their
-descriptions) is answered by the offline scripted agent, `models.scripted`.
+descriptions) is answered by the offline scripted agent, `models.scripted`; a prompt
+optimiser's request (`tune.optimize.OPTIMISER_MARKER`) by `tune.optimize.scripted_revision`.
 """
 
 from __future__ import annotations
@@ -112,7 +113,14 @@ def answer(request: dict[str, Any], message_id: str) -> dict[str, Any]:
     last = messages[-1] if messages else {}
     call = _CALL.search(_text(last.get("content"))) if last.get("role") == "user" else None
     scripted = _scripted(request) if tool_names and not call else None
-    if call and call.group(1) in tool_names:
+    from compaction_eval.tune.optimize import OPTIMISER_MARKER, scripted_revision
+
+    last_text = _text(last.get("content")) if last.get("role") == "user" else ""
+    if OPTIMISER_MARKER in last_text and not call:
+        text = scripted_revision(last_text)
+        content = [{"type": "text", "text": text}]
+        stop_reason, output_tokens = "end_turn", count_tokens(text)
+    elif call and call.group(1) in tool_names:
         content = [{"type": "tool_use", "id": f"toolu_{message_id[4:]}", "name": call.group(1), "input": json.loads(call.group(2))}]
         stop_reason, output_tokens = "tool_use", count_tokens(call.group(0))
     elif scripted is not None:

@@ -198,6 +198,34 @@ def parse_revision(answer: str) -> str | None:
     return None
 
 
+def _added_fields(old: str, new: str) -> list[str]:
+    def fields(text: str) -> list[str]:
+        m = re.search(r"(?m)^fields:\s*\[(.*)\]\s*$", text)
+        return [x.strip() for x in m.group(1).split(",") if x.strip()] if m else []
+
+    return [f for f in fields(new) if f not in fields(old)]
+
+
+def scripted_revision(request: str) -> str:
+    """A deterministic answer to an `optimiser_request`, for the loopback server: the request's
+    template with the field of the category that lost most facts as `not_asked` added (one
+    not named among the rejected), in a ```jinja block; the template unchanged when none is left.
+    It is a stand-in, not an LLM."""
+    from compaction_eval.tune.suggest import FIELD_FOR, _add_field
+
+    blocks = _FENCE.findall(request)
+    template = blocks[0] + "\n" if blocks else ""
+    rejected = request.split("Already tried and rejected", 1)[1] if "Already tried and rejected" in request else ""
+    best: tuple[int, str] | None = None
+    for m in re.finditer(r"(?m)^- (\w+): .*?\bnot_asked (\d+)", request):
+        cat, n = m.group(1), int(m.group(2))
+        name = FIELD_FOR.get(cat)
+        if name and name not in rejected and (best is None or n > best[0]):
+            best = (n, cat)
+    revised = _add_field(template, best[1], FIELD_FOR[best[1]]) if best else template
+    return f"Revised template:\n\n```jinja\n{revised.rstrip()}\n```\n"
+
+
 def _ask_model(config: OptimizeConfig, request: str, log_dir: Path) -> str:
     """One optimiser call through inspect; the run's status is checked."""
     from inspect_ai import Task
@@ -275,7 +303,8 @@ def optimize(config: OptimizeConfig, *, out_prompt: Path | None = None, log=lamb
             request = optimiser_request(current_text, failures, rejected)
             answer = _ask_model(config, request, work / f"round-{rnd:02d}" / "optimiser-logs")
             proposal = parse_revision(answer) or current_text
-            edits = ["model revision"]
+            added = _added_fields(current_text, proposal)
+            edits = ["model revision" + (f" (+fields: {', '.join(added)})" if added else "")]
         tried.update(edits)
         if proposal == current_text:
             history.append(Step(rnd, edits, "", None, None, None, [], False, "no further edit proposed: stopped"))
