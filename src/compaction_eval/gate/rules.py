@@ -18,6 +18,12 @@ intervals; the regression rules) is `compare.compare_runs`. The gate adds what C
   change it shows comes from the edit: a category (or the overall recall) whose net
   definite losses exceed its tolerance fails even when the bootstrap interval touches zero
   (the interval measures how the effect varies over samples, not whether it is real).
+- the prompt contract: a candidate prompt that no longer declares a schema field its
+  baseline declared (results record each prompt's `fields`) fails, naming the facts of that
+  field's category it lost, or, when the summariser still kept them through other
+  instructions, the facts that now rest on those. Removing a field is the edit the gate
+  exists to stop; a removal made on purpose is blessed by regenerating the baseline (or
+  passed with `allow_field_removal`).
 - outputs: a text verdict for the log, markdown for a pull-request comment (also appended
   to `$GITHUB_STEP_SUMMARY` when set) and JUnit XML with a test case per prompt x category.
 
@@ -159,6 +165,7 @@ def gate_runs(
     tolerance: float = 0.02,
     category_tolerance: float = 0.05,
     allow_setting_changes: bool = False,
+    allow_field_removal: bool = False,
     baseline_path: str = "baseline",
     candidate_path: str = "candidate",
 ) -> GateResult:
@@ -170,6 +177,7 @@ def gate_runs(
         allow_setting_changes: compare even when model, budget, keep_last, shape, focus or
             judge differ (otherwise that is unusable input: the difference would be blamed
             on the prompt).
+        allow_field_removal: a prompt that stops declaring a field is a warning, not a regression.
         baseline_path, candidate_path: names for messages.
 
     Raises GateInputError for runs on different corpora, without a prompt in common, or
@@ -194,7 +202,50 @@ def gate_runs(
         warnings.append("settings differ (allowed): " + "; ".join(diffs))
     unstable = unstable_facts(baseline)
     reasons, failing = _apply_noise_rules(full, unstable, _meta(candidate)["epochs"], warnings)
+    for prompt, case, line in removed_fields(baseline, candidate, full):
+        if allow_field_removal:
+            warnings.append(f"{line} (allowed)")
+            continue
+        reasons.append(line)
+        failing.setdefault((prompt, case), []).append(line)
     return GateResult(full, reasons, failing, unstable, warnings, baseline_path, candidate_path, _meta(baseline), _meta(candidate))
+
+
+def declared_fields(results: dict[str, Any]) -> dict[str, list[str]]:
+    """prompt -> the schema fields it declared in a run (prompts without the record are absent)."""
+    return {p["prompt"]: list(p["fields"]) for p in results.get("prompts", []) if isinstance(p.get("fields"), list)}
+
+
+def removed_fields(baseline: dict[str, Any], candidate: dict[str, Any], cmp: Comparison) -> list[tuple[str, str, str]]:
+    """(prompt, case, line) for each field a candidate prompt stopped declaring (module docstring)."""
+    from compaction_eval.contracts.prompts import category_of_field
+
+    before, after = declared_fields(baseline), declared_fields(candidate)
+    out = []
+    for pc in cmp.prompts:
+        if pc.prompt not in before or pc.prompt not in after:
+            continue
+        for fld in [f for f in before[pc.prompt] if f not in after[pc.prompt]]:
+            cat = category_of_field(fld)
+            line = f"{pc.prompt}: no longer asks for `{fld}` (the baseline's prompt declares it)"
+            lost = [f for f in pc.lost if f.category == cat] if cat else []
+            if lost:
+                line += f"; {len(lost)} {cat} fact(s) lost: " + _names(lost)
+            elif cat:
+                kept = sorted({(s["trace"], int(s["point"]), f["id"]) for s in baseline.get("samples", []) if s["prompt"] == pc.prompt
+                               for f in s.get("facts", []) if f.get("category") == cat and f.get("kept")})
+                line += (f"; the {len(kept)} {cat} fact(s) the baseline kept now rest on other instructions"
+                         f" (still kept in this run): " + ", ".join(f"{fid} ({t}@{p})" for t, p, fid in kept[:6])
+                         + (f" and {len(kept) - 6} more" if len(kept) > 6 else "")) if kept else f"; no {cat} fact was kept by the baseline"
+            else:
+                line += "; it asks for no labelled fact category"
+            out.append((pc.prompt, cat or "recall", line))
+    return out
+
+
+def _names(changes: list[FactChange], limit: int = 6) -> str:
+    shown = ", ".join(f"{f.fact} ({f.trace}@{f.point})" for f in changes[:limit])
+    return shown + (f" and {len(changes) - limit} more" if len(changes) > limit else "")
 
 
 def _apply_noise_rules(
@@ -233,7 +284,7 @@ def _apply_noise_rules(
         for case, eff, limit, lost, prefix in definite_checks:
             if eff is None or not eff.delta < -limit - 1e-12 or (pc.prompt, case) in failing:
                 continue
-            shown = ", ".join(f"{f.fact} ({f.trace}@{f.point})" for f in lost[:6]) + (f" and {len(lost) - 6} more" if len(lost) > 6 else "")
+            shown = _names(lost)
             line = (f"{prefix} {_pts(eff.delta)} points from {eff.lost} definite loss(es) and {eff.gained} definite gain(s) "
                     f"(kept in every baseline epoch, lost in every candidate epoch), beyond the tolerance of "
                     f"{100 * limit:.1f} points: {shown}")

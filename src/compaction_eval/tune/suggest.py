@@ -32,8 +32,14 @@ from typing import Any
 
 from compaction_eval.contracts.labels import CATEGORIES, load_labels
 from compaction_eval.contracts.problems import ContractError, Problem
-from compaction_eval.contracts.prompts import Candidate, load_candidate, load_candidates
-from compaction_eval.standins.directives import cue_kinds, parse_directives
+from compaction_eval.contracts.prompts import (
+    CATEGORY_FIELDS,
+    Candidate,
+    field_for_category,
+    load_candidate,
+    load_candidates,
+)
+from compaction_eval.standins.directives import parse_directives
 
 SUGGEST_SCHEMA = "compaction-eval/suggest@1"
 CAUSES = ("never_reached", "distorted", "not_asked", "budget", "dropped")
@@ -47,12 +53,9 @@ CAUSE_TEXT = {
 FULL_SHARE = 0.9  # a summary of at least this share of its budget is full
 MAX_EXAMPLES = 3
 
-# The schema field that asks for each category, and how an edit words it: a section title,
-# a sentence (bullet or section body) and an inline phrase (for one-sentence prompts).
-FIELD_FOR = {
-    "intent": "intent", "constraint": "constraints", "decision": "decisions", "bug": "bugs",
-    "artifact": "artifacts", "number": "numbers", "attempt": "attempts", "next_step": "next_step",
-}
+# How an edit words each category: a section title, a sentence (bullet or section body) and
+# an inline phrase (for one-sentence prompts). The field names are contracts.prompts.CATEGORY_FIELDS.
+FIELD_FOR = CATEGORY_FIELDS
 WORDING = {
     "intent": ("Intent", "The user's request and goal, in the user's own words.", "the user's request in their own words"),
     "constraint": ("Constraints", "Every constraint and requirement the user stated (what must not change, required formats), quoted.",
@@ -131,12 +134,8 @@ class PromptSuggestions:
 
 
 def field_for(category: str, fields: tuple[str, ...]) -> str | None:
-    """The declared field that asks for `category` (its canonical name, or a field whose name
-    names the category, e.g. `errors` for bug); None when no declared field does."""
-    canonical = FIELD_FOR.get(category)
-    if canonical in fields:
-        return canonical
-    return next((f for f in fields if category in cue_kinds(f.replace("_", " "))), None)
+    """The declared field that asks for `category` (see `contracts.prompts.field_for_category`)."""
+    return field_for_category(category, fields)
 
 
 def _fact_index(results: dict[str, Any]) -> dict[tuple[str, str], Any]:
