@@ -5,6 +5,7 @@ each rule is exercised on its own and the file runs in seconds."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 from test_compare import corpus_run
 
@@ -100,3 +101,57 @@ def test_repeated_noisy_runs_fail_on_consistent_losses_and_not_on_flicker():
     lost = r2.comparison.prompt("handoff").lost
     assert lost and not any(f.definite for f in lost)
     assert not any("definite" in r for r in r2.reasons)
+
+
+# ----------------------------------------------------------------------------- one real offline run
+
+def test_offline_field_removals_fail_and_an_unchanged_rerun_and_a_rewording_pass(tmp_path):
+    """One recall run (extractive stand-in, two traces of the gate corpus) of handoff, handoff
+    without `numbers` (the summariser drops an attempt it kept for its number), handoff without `next_step` (it
+    loses nothing measurable: the prompt-contract rule names the facts now resting on other
+    instructions) and a rewording of handoff that keeps every instruction; each is gated
+    through the CLI against handoff."""
+    from conftest import ROOT
+
+    from compaction_eval.cli.main import main
+    from compaction_eval.contracts.prompts import load_candidate
+    from compaction_eval.contracts.runfiles import write_json_atomic
+    from compaction_eval.recall.run import RecallConfig, run_recall
+    from compaction_eval.tune.ablation import write_variant
+
+    prompts = tmp_path / "prompts"
+    handoff = load_candidate(ROOT / "prompts" / "handoff.j2")
+    write_variant(handoff, handoff.fields, prompts, "handoff")
+    for drop in ("numbers", "next_step"):
+        write_variant(handoff, tuple(f for f in handoff.fields if f != drop), prompts, f"handoff--no-{drop}")
+    text = (ROOT / "prompts" / "handoff.j2").read_text()
+    intro = "You are handing this task over to another engineer who has not seen the conversation above."
+    assert intro in text
+    (prompts / "reworded.j2").write_text(text.replace("name: handoff", "name: reworded", 1).replace(
+        intro, "Another engineer, who has not seen the conversation above, takes this task over from you."))
+    traces = ["synth-pipeline-incident-001", "synth-support-thread-001"]
+    doc = run_recall(RecallConfig(traces=[str(ROOT / "fixtures" / "traces" / f"{t}.json.gz") for t in traces],
+                                  labels=[str(ROOT / "labels" / f"{t}.yaml") for t in traces], prompts=[str(prompts)]),
+                     tmp_path / "run")
+
+    def side(prompt: str, name: str) -> Path:
+        samples = [dict(s, prompt="handoff") for s in doc["samples"] if s["prompt"] == prompt]
+        row = dict(next(p for p in doc["prompts"] if p["prompt"] == prompt), prompt="handoff")
+        d = tmp_path / name
+        d.mkdir()
+        write_json_atomic(d / "results.json", dict(doc, run=name, samples=samples, prompts=[row]))
+        return d
+
+    base = side("handoff", "base")
+    md = tmp_path / "gate.md"
+    assert main(["gate", "--baseline", str(base), "--candidate", str(side("handoff", "rerun"))]) == EXIT_PASS
+    assert main(["gate", "--baseline", str(base), "--candidate", str(side("reworded", "reworded"))]) == EXIT_PASS
+    assert main(["gate", "--baseline", str(base), "--candidate", str(side("handoff--no-numbers", "no-numbers")),
+                 "--markdown", str(md)]) == EXIT_REGRESSION
+    text = md.read_text()
+    assert "no longer asks for `numbers`" in text and "row-counts" in text  # the number facts now at risk, by id
+    # and what the summariser did lose: an attempt whose sentence it kept for its number
+    assert "attempt recall -66.7 points from 2 definite loss(es)" in text and "dedup-ruled-out" in text
+    assert main(["gate", "--baseline", str(base), "--candidate", str(side("handoff--no-next_step", "no-next")),
+                 "--markdown", str(md)]) == EXIT_REGRESSION
+    assert "no longer asks for `next_step`" in md.read_text()
