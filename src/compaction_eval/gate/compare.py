@@ -105,7 +105,10 @@ def is_deterministic(results: dict[str, Any]) -> bool:
     (`deterministic`), or its model is an offline stand-in (deterministic by construction)."""
     if "deterministic" in results:
         return bool(results["deterministic"])
-    return bool(results.get("offline_stand_in"))
+    from compaction_eval.recall.run import OFFLINE_STAND_INS
+
+    model = str(results.get("model") or results.get("config", {}).get("model") or "")
+    return bool(results.get("offline_stand_in")) or model.startswith(OFFLINE_STAND_INS)
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,9 @@ intervals; the regression rules) is `compare.compare_runs`. The gate adds what C
   malformed, runs on different corpora, runs with a different model or budget);
 - noise handling: with repeats (`--epochs N`) a fact kept in only some epochs of the
   baseline is unstable, and a single fact must not fail the gate on noise. A critical fact
-  fails the gate only when the baseline kept it in every epoch and the candidate lost it in
-  every epoch; a recall or category regression whose lost facts are all unstable in the
+  fails the gate only when its loss is definite: the baseline kept it in every epoch and the
+  candidate lost it in every epoch, with a deterministic model or at least two epochs a side
+  (one epoch of a noisy model is a warning); a recall or category regression whose lost facts are all unstable in the
   baseline is downgraded to a warning. (The verdict is not recomputed on the stable facts
   only: selecting facts by the baseline's stability biases the difference against the
   candidate, a regression to the mean that the benchmark showed as false alarms.)
@@ -299,6 +300,11 @@ def _apply_noise_rules(
             if candidate_epochs > 1 and f.candidate_kept > 0:
                 warnings.append(f"{pc.prompt}: critical fact {f.fact} lost at {f.trace}@{f.point} in most but not all candidate epochs "
                                 f"(kept in {f.candidate_kept:.0%})")
+                continue
+            if not f.definite:
+                # one epoch of a model that is not deterministic: a single flip is indistinguishable from noise
+                warnings.append(f"{pc.prompt}: critical fact {f.fact} lost at {f.trace}@{f.point} in a single epoch of a "
+                                "non-deterministic model: not a definite loss; rerun both sides with --epochs 3 to confirm")
                 continue
             reasons.append(line)
             failing.setdefault((pc.prompt, f.category), []).append(f"critical fact {f.fact} lost at {f.trace}@{f.point}")

@@ -601,8 +601,11 @@ def build_context(
         from compaction_eval.gate.rules import GateInputError, gate_runs
 
         try:
-            # the gate's own verdict, with the gate's default rules and tolerances
-            gate = gate_runs(baseline, results, baseline_path=baseline_name or "baseline", candidate_path=str(results.get("run") or "this run"))
+            # the gate's own verdict, with its default rules and tolerances; runs made with other
+            # settings (budget, model) are compared, as `gate --allow-setting-changes` does, and
+            # the gate's warning names the difference
+            gate = gate_runs(baseline, results, allow_setting_changes=True, baseline_path=baseline_name or "baseline",
+                             candidate_path=str(results.get("run") or "this run"))
             ctx["comparison"] = _comparison_view(gate, categories)
         except (GateInputError, CorpusMismatch) as exc:
             ctx["comparison_error"] = [str(p) for p in exc.problems]
