@@ -37,12 +37,13 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from compaction_eval.contracts.prompts import load_candidate  # noqa: E402
 from compaction_eval.contracts.runfiles import read_results  # noqa: E402
+from compaction_eval.gate.baselines import GATE_LABELS, GATE_TRACES  # noqa: E402
 from compaction_eval.gate.rules import gate_runs  # noqa: E402
 from compaction_eval.tune.ablation import write_variant  # noqa: E402
 
 BASES = ("handoff", "recall_max")
 PLANTED = ("numbers", "artifacts", "attempts", "decisions", "constraints", "next_step")
-GATE_CORPUS = (("fixtures/traces", "labels"), ("fixtures/traces-large", "labels/synth-large"))
+GATE_CORPUS = tuple(zip(GATE_TRACES, GATE_LABELS))  # one run per corpus, pooled
 
 
 def fields_of(prompt: str) -> list[str]:
