@@ -208,10 +208,17 @@ def lost_facts(results: dict[str, Any], prompt: str, fields: tuple[str, ...], la
 
 
 def _examples(facts: list[LostFact]) -> list[LostFact]:
-    """Up to MAX_EXAMPLES, critical first, then those another prompt kept, one per trace first."""
+    """Up to MAX_EXAMPLES, critical first, then those another prompt kept; different facts
+    from different traces first."""
     ranked = sorted(facts, key=lambda f: (not f.critical, not f.kept_by, f.trace, f.point, f.fact))
-    seen: set[str] = set()
-    first = [f for f in ranked if not (f.trace in seen or seen.add(f.trace))]
+    traces: set[str] = set()
+    ids: set[str] = set()
+    first = []
+    for f in ranked:
+        if f.trace not in traces and f.fact not in ids:
+            first.append(f)
+            traces.add(f.trace)
+            ids.add(f.fact)
     rest = [f for f in ranked if f not in first]
     return (first + rest)[:MAX_EXAMPLES]
 
