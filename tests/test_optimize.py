@@ -144,3 +144,21 @@ def test_the_real_model_path_goes_over_http_to_the_loopback_server(tmp_path):
 @pytest.mark.parametrize("answer,ok", [("```jinja\n{#-\nname: x\n-#}\nbody\n```", True), ("no template here", False)])
 def test_parse_revision(answer, ok):
     assert (opt.parse_revision(answer) is not None) == ok
+
+
+def test_one_trace_is_unusable_input_before_anything_runs(tmp_path, monkeypatch):
+    from compaction_eval.contracts.problems import ContractError
+
+    monkeypatch.setattr(opt, "_measure", lambda *a: pytest.fail("nothing may run"))
+    with pytest.raises(ContractError, match="at least two traces"):
+        optimize(OptimizeConfig(prompt=str(ROOT / "prompts" / "terse.j2"), traces=[SMALL_ARGS[1]], labels=[SMALL_ARGS[4]],
+                                work_dir=str(tmp_path)))
+
+
+def test_a_model_answer_without_a_template_is_recorded_and_rejected(tmp_path, monkeypatch):
+    monkeypatch.setattr(opt, "_measure", lambda *a: _doc(lambda t, f: f.startswith("n")))
+    monkeypatch.setattr(opt, "_ask_model", lambda config, request, log_dir: "I would add constraints.")
+    result = optimize(OptimizeConfig(prompt=str(ROOT / "prompts" / "terse.j2"), optimiser="anthropic/x", rounds=2,
+                                     traces=SMALL_ARGS[1:3], labels=SMALL_ARGS[4:6], work_dir=str(tmp_path)))
+    assert [s.accepted for s in result.history[1:]] == [False, False]
+    assert "holds no ```jinja template" in result.history[1].why and result.out_prompt is None

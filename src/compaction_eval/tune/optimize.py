@@ -268,6 +268,10 @@ def optimize(config: OptimizeConfig, *, out_prompt: Path | None = None, log=lamb
     if config.rounds < 1:
         raise ContractError([Problem("--rounds", "", "must be at least 1")])
     candidate = load_candidate(config.prompt)
+    from compaction_eval.corpus.load import load_corpus
+
+    if len(load_corpus(config.traces, config.labels).labels) < 2:
+        raise ContractError([Problem(" ".join(config.traces), "", "optimisation needs at least two traces (a tune and a held-out split)")])
     work = Path(config.work_dir) if config.work_dir else Path(tempfile.mkdtemp(prefix=f"optimize-{candidate.name}-"))
     work.mkdir(parents=True, exist_ok=True)
     current_dir = work / "round-00" / "prompt"
@@ -302,7 +306,13 @@ def optimize(config: OptimizeConfig, *, out_prompt: Path | None = None, log=lamb
         else:
             request = optimiser_request(current_text, failures, rejected)
             answer = _ask_model(config, request, work / f"round-{rnd:02d}" / "optimiser-logs")
-            proposal = parse_revision(answer) or current_text
+            parsed = parse_revision(answer)
+            if parsed is None:
+                history.append(Step(rnd, ["model revision"], "", None, None, None, [], False,
+                                    "the optimiser's answer holds no ```jinja template: " + " ".join(answer.split())[:160]))
+                rejected.append("an answer without a template")
+                continue
+            proposal = parsed
             added = _added_fields(current_text, proposal)
             edits = ["model revision" + (f" (+fields: {', '.join(added)})" if added else "")]
         tried.update(edits)
