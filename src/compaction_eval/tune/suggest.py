@@ -390,11 +390,12 @@ def suggest_prompt(
     # 4. a full budget
     full = by("budget")
     if full and "discard_noise:" not in skip:
-        new = _discard_noise(text) if allowed("discard_noise", None) else text
+        possible = _discard_noise(text)
+        ok = possible != text and allowed("discard_noise", None)
         edits.append(Edit("discard_noise", None, None,
-                          "discard noise to make room" if new != text else "raise --budget or shorten the other sections",
-                          f"{len(full)} fact(s) lost in summaries that filled their budget", _examples(full), applied=new != text))
-        text = new
+                          "discard noise to make room" if possible != text else "raise --budget or shorten the other sections",
+                          f"{len(full)} fact(s) lost in summaries that filled their budget", _examples(full), applied=ok))
+        text = possible if ok else text
     # 5. dropped with room left and no cap: advice with examples
     if dropped and directives.max_units is None:
         for cat, n in Counter(f.category for f in dropped).most_common(2):
