@@ -194,9 +194,14 @@ def gate_runs(
     try:
         full = compare_runs(baseline, candidate, tolerance=tolerance, category_tolerance=category_tolerance)
     except CorpusMismatch as exc:
+        from compaction_eval.gate.baselines import GATE_LABELS, GATE_TRACES
+
         first, *rest = exc.problems
-        head = Problem(first.file, first.place, first.message + "; if the labels or traces changed on purpose, "
-                       "regenerate the baseline (`compaction-eval recall ...` then `compaction-eval baseline save RUN_DIR`)")
+        hint = "; if the labels or traces changed on purpose, regenerate the baseline (`compaction-eval recall ...` then `compaction-eval baseline save RUN_DIR`)"
+        if list(baseline.get("config", {}).get("traces") or []) == list(GATE_TRACES):
+            hint = (f"; the baseline is on the gate's corpus: run the candidate with `compaction-eval recall --traces {' '.join(GATE_TRACES)} "
+                    f"--labels {' '.join(GATE_LABELS)}`" + hint.replace("; if", ", or if", 1))
+        head = Problem(first.file, first.place, first.message + hint)
         raise GateInputError([head, *rest]) from None
     warnings = list(full.warnings)
     if diffs:
