@@ -8,7 +8,6 @@ import argparse
 import json
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 from conftest import ROOT

@@ -31,7 +31,6 @@ from compaction_eval.contracts.traces import Trace
 from compaction_eval.gate.compare import (
     Comparison,
     CorpusMismatch,
-    compare_runs,
     paired_delta,
 )
 from compaction_eval.report import plots
