@@ -97,6 +97,10 @@ def test_a_critical_fact_lost_fails_and_is_marked(tmp_path):
     crit = {"artifact-a"}
     base = corpus_run("base", critical=crit)
     cand = corpus_run("cand", critical=crit, drop=lambda t, p, pr, f: (t, p, pr, f) == ("trace-2", 40, "terse", "artifact-a"))
+    # one epoch of a model that is not known to be deterministic: not a definite loss, a warning
+    noisy = gate_runs(base, cand)
+    assert noisy.exit_code == EXIT_PASS and any("not a definite loss" in w for w in noisy.warnings)
+    base["offline_stand_in"] = cand["offline_stand_in"] = True  # a deterministic model: every change is definite
     result = gate_runs(base, cand)
     assert result.exit_code == EXIT_REGRESSION
     assert result.reasons == ["terse: critical fact artifact-a (artifact) lost at trace-2@40"]

@@ -304,7 +304,7 @@ def test_report_loads_from_file_without_errors_or_network(page, report):
     assert page.console_errors() == []
     assert page.requests() == [report.as_uri()]
     ids = page.js("[...document.querySelectorAll('main > header[id], main > section[id]')].map(e => e.id)")
-    assert ids == ["run", "verdict", "comparison", "leaderboard", "frontier", "heatmap", "drilldown"]
+    assert ids == ["run", "verdict", "comparison", "leaderboard", "frontier", "heatmap", "fixes", "drilldown"]
     # the plot is an inline SVG with text, and only our own script is on the page
     assert page.js("document.querySelectorAll('#frontier svg text').length") > 5
     assert page.js("document.scripts.length") == 1
@@ -429,7 +429,12 @@ def test_hostile_text_renders_inert_and_intact(page, report, results):
 def test_baseline_section_agrees_with_compare_runs(page, runs):
     cmp = compare_dirs(runs[1], runs[0])
     badge = page.js("document.querySelector('#comparison .badge').textContent")
-    assert badge == f"gate: {cmp.verdict}"
+    # the verdict is the gate's own (the runs differ in budget: compared as --allow-setting-changes does)
+    from compaction_eval.gate.rules import gate_files
+
+    gate = gate_files(runs[1], runs[0], allow_setting_changes=True)
+    assert badge == f"gate: {gate.verdict}"
+    assert "settings differ (allowed): budget" in page.js("document.querySelector('#comparison').textContent")
     rows = page.js("[...document.querySelectorAll('#comparison-table tbody tr')].map(r => [r.cells[0].dataset.v, Number(r.cells[3].dataset.v)])")
     assert [(p, round(d, 6)) for p, d in rows] == [(pc.prompt, round(pc.recall.delta, 6)) for pc in cmp.prompts]
     lost = sum(len(pc.lost) for pc in cmp.prompts)
@@ -510,7 +515,7 @@ def test_runs_on_different_corpora_are_not_compared_and_the_page_says_why(runs, 
     write_json_atomic(tmp_path / "other" / "results.json", other)
     out = render_report(runs[0], baseline=tmp_path / "other", out=tmp_path / "r.html", allow_setting_changes=True)
     page = out.read_text(encoding="utf-8")
-    assert "Not compared: the two runs are on different corpora." in page
+    assert "Not compared: the gate cannot decide on these two runs." in page and "different corpora" in page
     assert "only in candidate: evil-&#34;trace&#34;-&lt;i&gt;x&lt;/i&gt;@12" in page
 
 

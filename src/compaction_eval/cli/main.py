@@ -26,6 +26,7 @@ COMMANDS = (
     "compaction_eval.cli.corpus",  # lint, import, labels draft, corpus
     "compaction_eval.cli.gate",  # gate, baseline
     "compaction_eval.cli.tune",
+    "compaction_eval.cli.suggest",
     "compaction_eval.cli.validation",  # validate-matchers
     "compaction_eval.cli.review",
 )

@@ -1,19 +1,96 @@
-"""`tune`: recall-first tuning of a prompt's fields."""
+"""`compaction-eval tune PROMPT`: recall-first field ablation, or with `--optimize` the
+failure-driven optimisation loop (tune/ablation.py, tune/optimize.py)."""
 
 from __future__ import annotations
 
 import argparse
-
-
-def cmd_tune(args: argparse.Namespace) -> int:
-    from compaction_eval.tune.ablation import run_tune_command
-
-    return run_tune_command(args)
+import sys
+from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from compaction_eval.tune.ablation import add_tune_args
-
-    p = sub.add_parser("tune", help="recall-first tuning: backward elimination of a prompt's fields; prints the frontier, writes the reduced prompt")
+    p = sub.add_parser("tune", help="recall-first tuning: backward elimination of a prompt's fields (or --optimize: failure-driven "
+                                    "revisions accepted only when the held-out gate passes)")
     add_tune_args(p)
-    p.set_defaults(func=cmd_tune)
+    p.set_defaults(func=run_tune_command)
+
+
+def add_tune_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("prompt", metavar="PROMPT", help="a prompt file declaring schema fields (e.g. prompts/recall_max.j2)")
+    p.add_argument("--suite", choices=["recall", "horizon", "both"], default="recall", help="what to measure (default: recall)")
+    p.add_argument("--tolerance", type=float, default=0.02, help="drop from the best recall/completion tolerated at the stop (default: 0.02)")
+    p.add_argument("--out", metavar="FILE", help="the reduced (or optimised) prompt file (default: next to PROMPT, <name>-tuned.j2 / <name>-optimized.j2)")
+    p.add_argument("--traces", nargs="+", help="trace files or directories (default: fixtures/traces)")
+    p.add_argument("--labels", nargs="+", help="labels files or directories (default: labels)")
+    p.add_argument("--model", default="extractive/default", help="compaction model (default: the offline extractive summariser)")
+    p.add_argument("--budget", type=int, default=800, help="summary budget in tokens (default: 800)")
+    p.add_argument("--shape", choices=["inline", "messages"], default="inline", help="how the conversation is sent (default: inline)")
+    p.add_argument("--worlds", nargs="+", help="long-horizon worlds (default: all)")
+    p.add_argument("--agent", default="scripted/default", help="long-horizon agent (default: the offline scripted agent)")
+    p.add_argument("--work-dir", help="keep the per-round runs here (default: a temporary directory)")
+    p.add_argument("--results", metavar="RUN_DIR", help="also write RUN_DIR/tune.json or RUN_DIR/optimize.json (the report shows it)")
+    p.add_argument("--min-fields", type=int, default=1, help="stop eliminating at this many fields (default: 1)")
+    g = p.add_argument_group("optimisation (--optimize)")
+    g.add_argument("--optimize", action="store_true", help="failure-driven optimisation instead of field ablation")
+    g.add_argument("--optimiser", help="the model proposing revisions (default: --model when it is a real model, else the "
+                                       "offline stand-in suggest/default, which applies `suggest`'s edits)")
+    g.add_argument("--rounds", type=int, default=3, help="proposals to try at most (default: 3)")
+    g.add_argument("--others", nargs="+", default=[], help="other prompts run alongside, so the optimiser sees where they kept a fact this one lost")
+    g.add_argument("--category-tolerance", type=float, default=0.05, help="the held-out gate's category tolerance (default: 0.05)")
+    g.add_argument("--max-retries", type=int, default=4, help="retries of real model calls (default: 4)")
+    g.add_argument("--timeout", type=int, default=120, help="seconds per real model call (default: 120)")
+
+
+def run_tune_command(args: argparse.Namespace) -> int:
+    from compaction_eval.contracts.runfiles import write_json_atomic
+
+    if args.optimize:
+        return _optimize(args)
+    from compaction_eval.tune.ablation import (
+        TUNE_FILE,
+        TuneConfig,
+        format_frontier,
+        tune,
+    )
+
+    config = TuneConfig(
+        prompt=args.prompt, suite=args.suite, tolerance=args.tolerance, traces=args.traces or ["fixtures/traces"],
+        labels=args.labels or ["labels"], model=args.model, budget=args.budget, shape=args.shape, worlds=args.worlds,
+        agent=args.agent, work_dir=args.work_dir, min_fields=args.min_fields,
+    )
+    result = tune(config, out_prompt=Path(args.out) if args.out else None, log=lambda m: print(m, file=sys.stderr))
+    print(format_frontier(result))
+    if args.results:
+        out = Path(args.results)
+        out.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(out / TUNE_FILE, result.to_json())
+        print(f"tune results: {out / TUNE_FILE}")
+    return 0
+
+
+def _optimize(args: argparse.Namespace) -> int:
+    from compaction_eval.contracts.runfiles import write_json_atomic
+    from compaction_eval.contracts.settings import is_stand_in
+    from compaction_eval.tune.optimize import (
+        OPTIMIZE_FILE,
+        STANDIN_OPTIMISER,
+        OptimizeConfig,
+        format_history,
+        optimize,
+    )
+
+    optimiser = args.optimiser or (STANDIN_OPTIMISER if is_stand_in(args.model) else args.model)
+    config = OptimizeConfig(
+        prompt=args.prompt, optimiser=optimiser, rounds=args.rounds, traces=args.traces or ["fixtures/traces"],
+        labels=args.labels or ["labels"], model=args.model, budget=args.budget, shape=args.shape, others=args.others,
+        tolerance=args.tolerance, category_tolerance=args.category_tolerance, work_dir=args.work_dir,
+        max_retries=args.max_retries, timeout=args.timeout,
+    )
+    result = optimize(config, out_prompt=Path(args.out) if args.out else None, log=lambda m: print(m, file=sys.stderr))
+    print(format_history(result))
+    if args.results:
+        out = Path(args.results)
+        out.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(out / OPTIMIZE_FILE, result.to_json())
+        print(f"optimisation history: {out / OPTIMIZE_FILE}")
+    return 0

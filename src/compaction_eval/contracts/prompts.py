@@ -27,6 +27,34 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.yamlfile import load_yaml_text
 
+# The schema field that asks for each fact category (contracts/labels.CATEGORIES); a prompt
+# may name a field otherwise (`errors` for bugs): `field_for_category` reads the name too.
+CATEGORY_FIELDS = {
+    "intent": "intent", "constraint": "constraints", "decision": "decisions", "bug": "bugs",
+    "artifact": "artifacts", "number": "numbers", "attempt": "attempts", "next_step": "next_step",
+}
+_FIELD_WORDS = {
+    "intent": ("intent", "request", "goal", "user_messages"), "constraint": ("constraint", "requirement", "rules"),
+    "decision": ("decision", "choice"), "bug": ("bug", "error", "failure"), "artifact": ("artifact", "file", "path", "symbol", "id"),
+    "number": ("number", "count", "figure"), "attempt": ("attempt", "tried", "problem_solving"), "next_step": ("next_step", "next", "pending"),
+}
+
+
+def field_for_category(category: str, fields: tuple[str, ...] | list[str]) -> str | None:
+    """The declared field that asks for `category`: its canonical name, else a field whose
+    name names the category (`errors` for bug, `files` for artifact); None when none does."""
+    canonical = CATEGORY_FIELDS.get(category)
+    if canonical in fields:
+        return canonical
+    words = _FIELD_WORDS.get(category, ())
+    return next((f for f in fields if any(w in f.lower() for w in words)), None)
+
+
+def category_of_field(field: str) -> str | None:
+    """The fact category a schema field asks for (None for fields such as `state`)."""
+    return next((c for c in CATEGORY_FIELDS if field_for_category(c, (field,)) == field), None)
+
+
 _HEADER = re.compile(r"^\{#-?\s*\n(.*?)\n\s*-?#\}", re.S)
 
 

@@ -23,6 +23,15 @@ from compaction_eval.contracts.runfiles import (
 from compaction_eval.recall.stability import stability_summary
 
 BASELINES_DIR = Path("results/baselines")
+# The gate's corpus: the default synthetic corpus and the large one (53 traces, 106 samples).
+# Chosen for power: on the 22 samples of the default corpus alone the paired bootstrap could
+# not see a whole field removed; with 106 it sees the large ones (numbers, decisions) by the
+# interval too, and a deterministic model's definite losses by count. The real traces stay
+# out: they live outside the repository (../shared/data), where CI on a pull request cannot
+# read them. `results/baselines/main` is a run on this corpus; the prompt-gate workflow runs
+# the candidate on it.
+GATE_TRACES = ("fixtures/traces", "fixtures/traces-large")
+GATE_LABELS = ("labels", "labels/synth-large")
 DEFAULT_NAME = "main"
 HORIZON_FILE = "horizon.json"
 

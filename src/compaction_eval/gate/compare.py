@@ -16,6 +16,14 @@ Drops larger than the tolerance whose interval includes zero are reported as war
 
 Runs with several epochs are averaged per (trace, point, prompt) before pairing; a fact
 counts as kept in a run when it was kept in at least half of its epochs.
+
+Per-fact consistency: a change is *definite* when the evidence for it is consistent: the
+fact was kept in every baseline epoch and lost in every candidate epoch (a definite loss),
+or the reverse (a definite gain), and each side is either deterministic (an offline
+stand-in gives the same summary for the same input, so every change comes from the edit)
+or has at least `MIN_NOISY_EPOCHS` epochs (one epoch of a noisy model cannot tell an edit
+from noise). `PromptComparison.definite_by_category` is the net effect of the definite
+changes on each category's recall; the gate turns it into a rule.
 """
 
 from __future__ import annotations
@@ -73,6 +81,8 @@ class FactChange:
         trace, point, prompt: the sample.
         fact, category, critical: the fact (from the candidate's labels).
         baseline_kept, candidate_kept: share of epochs in which it was kept (0 or 1 with one epoch).
+        definite: the change is consistent (module docstring): kept in every epoch of one
+            side, lost in every epoch of the other, with deterministic or repeated runs.
     """
 
     trace: str
@@ -83,6 +93,37 @@ class FactChange:
     critical: bool
     baseline_kept: float
     candidate_kept: float
+    definite: bool = False
+
+
+# Epochs each side of a noisy (not deterministic) comparison needs before a change counts as definite.
+MIN_NOISY_EPOCHS = 2
+
+
+def is_deterministic(results: dict[str, Any]) -> bool:
+    """Whether a run's model gives the same output for the same input: the run says so
+    (`deterministic`), or its model is an offline stand-in (deterministic by construction)."""
+    if "deterministic" in results:
+        return bool(results["deterministic"])
+    from compaction_eval.contracts.settings import is_stand_in
+
+    model = str(results.get("model") or results.get("config", {}).get("model") or "")
+    return bool(results.get("offline_stand_in")) or is_stand_in(model)
+
+
+@dataclass(frozen=True)
+class DefiniteEffect:
+    """The definite changes of one category of one prompt.
+
+    Args:
+        delta: their net effect on the category's recall, averaged over the same paired
+            samples as the category's `Delta` (negative: net loss).
+        lost, gained: how many definite losses and gains.
+    """
+
+    delta: float
+    lost: int
+    gained: int
 
 
 @dataclass
@@ -95,6 +136,8 @@ class PromptComparison:
         lost, gained: facts kept by one run and not by the other.
         critical_lost: the critical facts among `lost`.
         regression: why this prompt regresses (empty when it does not).
+        definite_by_category: net effect of the definite changes per category (see
+            `DefiniteEffect`); `definite_recall` the same on overall recall.
     """
 
     prompt: str
@@ -104,6 +147,12 @@ class PromptComparison:
     gained: list[FactChange]
     critical_lost: list[FactChange]
     regression: list[str] = field(default_factory=list)
+    definite_by_category: dict[str, DefiniteEffect] = field(default_factory=dict)
+    definite_recall: DefiniteEffect | None = None
+
+    @property
+    def definite_lost(self) -> list[FactChange]:
+        return [f for f in self.lost if f.definite]
 
 
 @dataclass
@@ -176,6 +225,10 @@ class _Cell:
     kept: dict[str, list[bool]] = field(default_factory=lambda: defaultdict(list))
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
+    @property
+    def epochs(self) -> int:
+        return len(self.recall)
+
     def add(self, sample: dict[str, Any]) -> None:
         self.recall.append(float(sample["recall"]))
         for cat, value in sample.get("recall_by_category", {}).items():
@@ -247,22 +300,63 @@ def check_same_corpus(baseline: dict[str, Any], candidate: dict[str, Any]) -> No
 
 
 def _fact_changes(
-    keys: list[SampleKey], prompt: str, base: dict[tuple[str, int, str], _Cell], cand: dict[tuple[str, int, str], _Cell]
+    keys: list[SampleKey], prompt: str, base: dict[tuple[str, int, str], _Cell], cand: dict[tuple[str, int, str], _Cell],
+    deterministic: tuple[bool, bool] = (False, False),
 ) -> tuple[list[FactChange], list[FactChange]]:
     lost: list[FactChange] = []
     gained: list[FactChange] = []
     for trace, point in keys:
         bc, cc = base[(trace, point, prompt)], cand[(trace, point, prompt)]
+        consistent = (deterministic[0] or bc.epochs >= MIN_NOISY_EPOCHS) and (deterministic[1] or cc.epochs >= MIN_NOISY_EPOCHS)
         for fid, fact in cc.facts.items():
             b_share, c_share = bc.kept_share(fid), cc.kept_share(fid)
             b_kept, c_kept = b_share >= 0.5, c_share >= 0.5
             if b_kept == c_kept:
                 continue
+            definite = consistent and {b_share, c_share} == {0.0, 1.0}
             change = FactChange(
-                trace, point, prompt, fid, fact.get("category", ""), bool(fact.get("critical")), b_share, c_share
+                trace, point, prompt, fid, fact.get("category", ""), bool(fact.get("critical")), b_share, c_share, definite
             )
             (lost if b_kept else gained).append(change)
     return lost, gained
+
+
+def _definite_effects(
+    keys: list[SampleKey], prompt: str, cand: dict[tuple[str, int, str], _Cell], changes: list[FactChange],
+    base: dict[tuple[str, int, str], _Cell],
+) -> tuple[DefiniteEffect, dict[str, DefiniteEffect]]:
+    """Net effect of the definite changes on overall recall and on each category's recall,
+    averaged over the samples each `Delta` of `compare_runs` is averaged over."""
+    by_sample: dict[SampleKey, list[FactChange]] = defaultdict(list)
+    for f in changes:
+        if f.definite:
+            by_sample[(f.trace, f.point)].append(f)
+    overall: list[float] = []
+    per_cat: dict[str, list[float]] = defaultdict(list)
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for key in keys:
+        cell = cand[(key[0], key[1], prompt)]
+        bcell = base[(key[0], key[1], prompt)]
+        weight = {fid: float(f.get("weight", 1.0)) for fid, f in cell.facts.items()}
+        total = sum(weight.values())
+        cat_total: dict[str, float] = defaultdict(float)
+        for fid, f in cell.facts.items():
+            cat_total[f.get("category", "")] += weight[fid]
+        net: dict[str, float] = defaultdict(float)
+        for f in by_sample.get(key, []):
+            sign = 1.0 if f.candidate_kept > f.baseline_kept else -1.0
+            net[f.category] += sign * weight.get(f.fact, 1.0)
+            counts[f.category][0 if sign < 0 else 1] += 1
+        overall.append(sum(net.values()) / total if total else 0.0)
+        for cat in CATEGORIES:
+            if bcell.by_category.get(cat) and cell.by_category.get(cat) and cat_total.get(cat):
+                per_cat[cat].append(net.get(cat, 0.0) / cat_total[cat])
+    lost_all = sum(c[0] for c in counts.values())
+    gained_all = sum(c[1] for c in counts.values())
+    overall_effect = DefiniteEffect(float(np.mean(overall)) if overall else 0.0, lost_all, gained_all)
+    return overall_effect, {
+        cat: DefiniteEffect(float(np.mean(vals)), counts[cat][0], counts[cat][1]) for cat, vals in per_cat.items()
+    }
 
 
 def _fmt(x: float) -> str:
@@ -299,6 +393,7 @@ def compare_runs(
                      f"candidate {cname!r} has {', '.join(cand_prompts) or 'none'}")]
         )
     keys = sorted(_expected_facts(candidate))
+    determinism = (is_deterministic(baseline), is_deterministic(candidate))
     reasons: list[str] = []
     warnings: list[str] = []
     prompts: list[PromptComparison] = []
@@ -316,9 +411,10 @@ def compare_runs(
             ]
             if pairs:
                 by_category[cat] = paired_delta([b for b, _ in pairs], [c for _, c in pairs])
-        lost, gained = _fact_changes(pkeys, prompt, base, cand)
+        lost, gained = _fact_changes(pkeys, prompt, base, cand, determinism)
         critical = [f for f in lost if f.critical]
         pc = PromptComparison(prompt, recall, by_category, lost, gained, critical)
+        pc.definite_recall, pc.definite_by_category = _definite_effects(pkeys, prompt, cand, lost + gained, base)
 
         if recall.delta < -tolerance:
             line = f"{prompt}: recall {_fmt(recall.delta)} [{_fmt(recall.ci[0])}, {_fmt(recall.ci[1])}] over {recall.n} samples"

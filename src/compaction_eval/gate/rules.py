@@ -7,11 +7,24 @@ intervals; the regression rules) is `compare.compare_runs`. The gate adds what C
   malformed, runs on different corpora, runs with a different model or budget);
 - noise handling: with repeats (`--epochs N`) a fact kept in only some epochs of the
   baseline is unstable, and a single fact must not fail the gate on noise. A critical fact
-  fails the gate only when the baseline kept it in every epoch and the candidate lost it in
-  every epoch; a recall or category regression whose lost facts are all unstable in the
+  fails the gate only when its loss is definite: the baseline kept it in every epoch and the
+  candidate lost it in every epoch, with a deterministic model or at least two epochs a side
+  (one epoch of a noisy model is a warning); a recall or category regression whose lost facts are all unstable in the
   baseline is downgraded to a warning. (The verdict is not recomputed on the stable facts
   only: selecting facts by the baseline's stability biases the difference against the
   candidate, a regression to the mean that the benchmark showed as false alarms.)
+- power where there is no noise: a change is *definite* when the fact was kept in every
+  baseline epoch and lost in every candidate epoch (or the reverse) and each run is
+  deterministic or repeated (`compare.py`). A deterministic model has no noise, so every
+  change it shows comes from the edit: a category (or the overall recall) whose net
+  definite losses exceed its tolerance fails even when the bootstrap interval touches zero
+  (the interval measures how the effect varies over samples, not whether it is real).
+- the prompt contract: a candidate prompt that no longer declares a schema field its
+  baseline declared (results record each prompt's `fields`) fails, naming the facts of that
+  field's category it lost, or, when the summariser still kept them through other
+  instructions, the facts that now rest on those. Removing a field is the edit the gate
+  exists to stop; a removal made on purpose is blessed by regenerating the baseline (or
+  passed with `allow_field_removal`).
 - outputs: a text verdict for the log, markdown for a pull-request comment (also appended
   to `$GITHUB_STEP_SUMMARY` when set) and JUnit XML with a test case per prompt x category.
 
@@ -171,6 +184,7 @@ def gate_runs(
     tolerance: float = 0.02,
     category_tolerance: float = 0.05,
     allow_setting_changes: bool = False,
+    allow_field_removal: bool = False,
     baseline_path: str = "baseline",
     candidate_path: str = "candidate",
 ) -> GateResult:
@@ -182,6 +196,7 @@ def gate_runs(
         allow_setting_changes: compare even when model, budget, keep_last, shape, focus or
             judge differ (otherwise that is unusable input: the difference would be blamed
             on the prompt).
+        allow_field_removal: a prompt that stops declaring a field is a warning, not a regression.
         baseline_path, candidate_path: names for messages.
 
     Raises GateInputError for runs on different corpora, without a prompt in common, or
@@ -191,16 +206,64 @@ def gate_runs(
     try:
         full = compare_runs(baseline, candidate, tolerance=tolerance, category_tolerance=category_tolerance)
     except CorpusMismatch as exc:
+        from compaction_eval.gate.baselines import GATE_LABELS, GATE_TRACES
+
         first, *rest = exc.problems
-        head = Problem(first.file, first.place, first.message + "; if the labels or traces changed on purpose, "
-                       "regenerate the baseline (`compaction-eval recall ...` then `compaction-eval baseline save RUN_DIR`)")
+        hint = "; if the labels or traces changed on purpose, regenerate the baseline (`compaction-eval recall ...` then `compaction-eval baseline save RUN_DIR`)"
+        if list(baseline.get("config", {}).get("traces") or []) == list(GATE_TRACES):
+            hint = (f"; the baseline is on the gate's corpus: run the candidate with `compaction-eval recall --traces {' '.join(GATE_TRACES)} "
+                    f"--labels {' '.join(GATE_LABELS)}`" + hint.replace("; if", ", or if", 1))
+        head = Problem(first.file, first.place, first.message + hint)
         raise GateInputError([head, *rest]) from None
     warnings = list(full.warnings)
     if diffs:
         warnings.append("settings differ (allowed): " + "; ".join(diffs))
     unstable = unstable_facts(baseline)
     reasons, failing = _apply_noise_rules(full, unstable, _meta(candidate)["epochs"], warnings)
+    for prompt, case, line in removed_fields(baseline, candidate, full):
+        if allow_field_removal:
+            warnings.append(f"{line} (allowed)")
+            continue
+        reasons.append(line)
+        failing.setdefault((prompt, case), []).append(line)
     return GateResult(full, reasons, failing, unstable, warnings, baseline_path, candidate_path, _meta(baseline), _meta(candidate))
+
+
+def declared_fields(results: dict[str, Any]) -> dict[str, list[str]]:
+    """prompt -> the schema fields it declared in a run (prompts without the record are absent)."""
+    return {p["prompt"]: list(p["fields"]) for p in results.get("prompts", []) if isinstance(p.get("fields"), list)}
+
+
+def removed_fields(baseline: dict[str, Any], candidate: dict[str, Any], cmp: Comparison) -> list[tuple[str, str, str]]:
+    """(prompt, case, line) for each field a candidate prompt stopped declaring (module docstring)."""
+    from compaction_eval.contracts.prompts import category_of_field
+
+    before, after = declared_fields(baseline), declared_fields(candidate)
+    out = []
+    for pc in cmp.prompts:
+        if pc.prompt not in before or pc.prompt not in after:
+            continue
+        for fld in [f for f in before[pc.prompt] if f not in after[pc.prompt]]:
+            cat = category_of_field(fld)
+            line = f"{pc.prompt}: no longer asks for `{fld}` (the baseline's prompt declares it)"
+            lost = [f for f in pc.lost if f.category == cat] if cat else []
+            if lost:
+                line += f"; {len(lost)} {cat} fact(s) lost: " + _names(lost)
+            elif cat:
+                kept = sorted({(s["trace"], int(s["point"]), f["id"]) for s in baseline.get("samples", []) if s["prompt"] == pc.prompt
+                               for f in s.get("facts", []) if f.get("category") == cat and f.get("kept")})
+                line += (f"; the {len(kept)} {cat} fact(s) the baseline kept now rest on other instructions"
+                         f" (still kept in this run): " + ", ".join(f"{fid} ({t}@{p})" for t, p, fid in kept[:6])
+                         + (f" and {len(kept) - 6} more" if len(kept) > 6 else "")) if kept else f"; no {cat} fact was kept by the baseline"
+            else:
+                line += "; it asks for no labelled fact category"
+            out.append((pc.prompt, cat or "recall", line))
+    return out
+
+
+def _names(changes: list[FactChange], limit: int = 6) -> str:
+    shown = ", ".join(f"{f.fact} ({f.trace}@{f.point})" for f in changes[:limit])
+    return shown + (f" and {len(changes) - limit} more" if len(changes) > limit else "")
 
 
 def _apply_noise_rules(
@@ -233,6 +296,18 @@ def _apply_noise_rules(
                 continue
             reasons.append(line)
             failing.setdefault((pc.prompt, case), []).append(line)
+        definite_checks = [("recall", pc.definite_recall, tol, pc.definite_lost, f"{pc.prompt}: recall")]
+        definite_checks += [(cat, eff, ctol, [f for f in pc.definite_lost if f.category == cat], f"{pc.prompt}: {cat} recall")
+                            for cat, eff in pc.definite_by_category.items()]
+        for case, eff, limit, lost, prefix in definite_checks:
+            if eff is None or not eff.delta < -limit - 1e-12 or (pc.prompt, case) in failing:
+                continue
+            shown = _names(lost)
+            line = (f"{prefix} {_pts(eff.delta)} points from {eff.lost} definite loss(es) and {eff.gained} definite gain(s) "
+                    f"(kept in every baseline epoch, lost in every candidate epoch), beyond the tolerance of "
+                    f"{100 * limit:.1f} points: {shown}")
+            reasons.append(line)
+            failing.setdefault((pc.prompt, case), []).append(line)
         for f in pc.critical_lost:
             line = line_for(pc, f"{pc.prompt}: critical fact {f.fact} ")
             if key(f) in unstable:
@@ -242,6 +317,11 @@ def _apply_noise_rules(
             if candidate_epochs > 1 and f.candidate_kept > 0:
                 warnings.append(f"{pc.prompt}: critical fact {f.fact} lost at {f.trace}@{f.point} in most but not all candidate epochs "
                                 f"(kept in {f.candidate_kept:.0%})")
+                continue
+            if not f.definite:
+                # one epoch of a model that is not deterministic: a single flip is indistinguishable from noise
+                warnings.append(f"{pc.prompt}: critical fact {f.fact} lost at {f.trace}@{f.point} in a single epoch of a "
+                                "non-deterministic model: not a definite loss; rerun both sides with --epochs 3 to confirm")
                 continue
             reasons.append(line)
             failing.setdefault((pc.prompt, f.category), []).append(f"critical fact {f.fact} lost at {f.trace}@{f.point}")
@@ -551,15 +631,9 @@ def write_outputs(
 
 
 def _write(path: Path, text: str) -> None:
-    import tempfile
+    from compaction_eval.contracts.runfiles import write_text_atomic
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    write_text_atomic(path, text)
 
 
 def unusable_junit(error: ContractError) -> str:

@@ -9,6 +9,7 @@ descriptions) is answered by the offline scripted agent, `standins.scripted`; a 
 last user message with the probe marker of `standins.reader`) by the offline reader. A request
 of the LLM judge (`recall.matching.judge`: its system prompt) is answered from a judge script
 when the server has one (`judge_answer`): scripted right, wrong, malformed or unquoted verdicts.
+A prompt optimiser's request (`tune.optimize.OPTIMISER_MARKER`) by `tune.optimize.scripted_revision`.
 """
 
 from __future__ import annotations
@@ -144,10 +145,17 @@ def answer(request: dict[str, Any], message_id: str, judge_script: JudgeScript |
     last = messages[-1] if messages else {}
     call = _CALL.search(_text(last.get("content"))) if last.get("role") == "user" else None
     scripted = _scripted(request) if tool_names and not call else None
+    from compaction_eval.tune.optimize import OPTIMISER_MARKER, scripted_revision
+
+    last_text = _text(last.get("content")) if last.get("role") == "user" else ""
     judged = judge_answer(request, judge_script) if judge_script is not None and not tool_names else None
     if judged is not None:
         content = [{"type": "text", "text": judged}]
         stop_reason, output_tokens = "end_turn", count_tokens(judged)
+    elif OPTIMISER_MARKER in last_text and not call:
+        text = scripted_revision(last_text)
+        content = [{"type": "text", "text": text}]
+        stop_reason, output_tokens = "end_turn", count_tokens(text)
     elif call and call.group(1) in tool_names:
         content = [{"type": "tool_use", "id": f"toolu_{message_id[4:]}", "name": call.group(1), "input": json.loads(call.group(2))}]
         stop_reason, output_tokens = "tool_use", count_tokens(call.group(0))

@@ -365,6 +365,7 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
             raise RunFailed(f"inspect run failed ({log.status}): {_failure_message(log, config.max_retries, config.timeout)}{where}")
         inspect_log = adopt_log(log.location, stage / "logs") if log.location else None
         samples = [_sample_record(s) for s in log.samples or []]
+        fields = {c.name: c.active_fields for c in candidates if c.fields}
         from compaction_eval.corpus.redact import redact_json
 
         results = {
@@ -388,7 +389,9 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
             "inspect_log_kept": str(Path(log.location).resolve()) if log.location else None,
             "inputs_as_given": given,
             "samples": samples,
-            "prompts": summarise_prompts(samples, {c.name: c.description for c in candidates}),
+            # each prompt's declared schema fields: the gate fails a candidate that stops asking for one
+            "prompts": [dict(row, fields=list(fields.get(row["prompt"], ()))) if row["prompt"] in fields else row
+                        for row in summarise_prompts(samples, {c.name: c.description for c in candidates})],
             # kept in k of N epochs per fact: the gate does not fail on facts that flicker
             "fact_stability": stability_summary({"samples": samples}),
         }

@@ -30,7 +30,6 @@ from compaction_eval.contracts.traces import Trace
 from compaction_eval.gate.compare import (
     Comparison,
     CorpusMismatch,
-    compare_runs,
     paired_delta,
 )
 from compaction_eval.report import plots
@@ -388,19 +387,34 @@ def _drilldown(results: dict[str, Any], prompts: list[str], corpus: SourceCorpus
     return out
 
 
-def _comparison_view(cmp: Comparison, categories: list[str]) -> dict[str, Any]:
+def _comparison_view(gate: Any, categories: list[str]) -> dict[str, Any]:
+    """The gate's decision (`gate.rules.GateResult`) and its paired comparison, for the templates."""
+    cmp: Comparison = gate.comparison
     rows = []
     for pc in cmp.prompts:
         rows.append(
             {
                 "pc": pc,
+                "regressed": any(prompt == pc.prompt for prompt, _ in gate.failing),
                 "cats": [
                     (c, pc.by_category.get(c), plots.delta_colour(pc.by_category[c].delta) if c in pc.by_category else "#f1f3f5")
                     for c in categories
                 ],
             }
         )
-    return {"cmp": cmp, "rows": rows}
+    return {"cmp": cmp, "gate": gate, "rows": rows}
+
+
+def fixes_view(results: dict[str, Any]) -> dict[str, Any] | None:
+    """What `compaction-eval suggest` computes for each prompt of the run ("what to fix");
+    None when none of the run's prompt files is found (the section then says how to get it)."""
+    from compaction_eval.tune.suggest import suggest_run
+
+    try:
+        suggestions = suggest_run(results)
+    except ContractError as exc:
+        return {"prompts": [], "error": str(exc.problems[0]) if exc.problems else str(exc)}
+    return {"prompts": suggestions, "error": None} if suggestions else None
 
 
 # cost classes of a configuration, in stacking order, with their colours
@@ -612,9 +626,16 @@ def build_context(
         prompts=prompts,
     )
     if baseline is not None:
+        from compaction_eval.gate.rules import GateInputError, gate_runs
+
         try:
-            ctx["comparison"] = _comparison_view(compare_runs(baseline, results), categories)
-        except CorpusMismatch as exc:
+            # the gate's own verdict, with its default rules and tolerances; runs made with other
+            # settings (budget, model) are compared, as `gate --allow-setting-changes` does, and
+            # the gate's warning names the difference
+            gate = gate_runs(baseline, results, allow_setting_changes=True, baseline_path=baseline_name or "baseline",
+                             candidate_path=str(results.get("run") or "this run"))
+            ctx["comparison"] = _comparison_view(gate, categories)
+        except (GateInputError, CorpusMismatch) as exc:
             ctx["comparison_error"] = [str(p) for p in exc.problems]
         ctx["baseline_name"] = baseline_name or baseline.get("run")
     return ctx
@@ -756,6 +777,9 @@ def render_report(
     )
 
     tune = read_tune(run_dir) if run_dir.is_dir() else None
+    from compaction_eval.tune.optimize import read_optimize  # optimize.json, from `tune --optimize --results RUN_DIR`
+
+    optimize = read_optimize(run_dir) if run_dir.is_dir() else None
     corpus = load_source_corpus(results, run_dir, traces, labels) if results else None
     matchers = read_matchers(run_dir) if run_dir.is_dir() else None
     context = build_context(
@@ -770,5 +794,8 @@ def render_report(
         from compaction_eval.report.replay_view import replay_sections
 
         context["replay_html"] = replay_sections(run_dir)
+    context["optimize"] = optimize
+    if results is not None:
+        context["fixes"] = fixes_view(results)
     write_text_atomic(target, render_html(context))
     return target

@@ -17,11 +17,9 @@ horizon run per step instead of one per variant, which keeps a tune run to minut
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import shutil
-import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,7 +27,6 @@ from typing import Any
 
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import Candidate, load_candidate
-from compaction_eval.contracts.runfiles import write_json_atomic
 from compaction_eval.contracts.settings import (
     DEFAULT_AGENT,
     DEFAULT_BUDGET,
@@ -363,38 +360,6 @@ def format_frontier(result: TuneResult) -> str:
         lines.append(f"wrote {result.out_prompt}")
     lines += [f"note: {n}" for n in result.notes]
     return "\n".join(lines)
-
-
-def add_tune_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("prompt", metavar="PROMPT", help="a prompt file declaring schema fields (e.g. prompts/recall_max.j2)")
-    p.add_argument("--suite", choices=["recall", "horizon", "both"], default="recall", help="what to measure (default: recall)")
-    p.add_argument("--tolerance", type=float, default=0.02, help="drop from the best recall/completion tolerated at the stop (default: 0.02)")
-    p.add_argument("--out", metavar="FILE", help="the reduced prompt file (default: next to PROMPT, <name>-tuned.j2)")
-    p.add_argument("--traces", nargs="+", help="trace files or directories (default: fixtures/traces)")
-    p.add_argument("--labels", nargs="+", help="labels files or directories (default: labels)")
-    p.add_argument("--model", default="extractive/default", help="compaction model (default: the offline extractive summariser)")
-    p.add_argument("--budget", type=int, default=800, help="summary budget in tokens (default: 800)")
-    p.add_argument("--worlds", nargs="+", help="long-horizon worlds (default: all)")
-    p.add_argument("--agent", default="scripted/default", help="long-horizon agent (default: the offline scripted agent)")
-    p.add_argument("--work-dir", help="keep the per-round runs here (default: a temporary directory)")
-    p.add_argument("--results", metavar="RUN_DIR", help="also write RUN_DIR/tune.json (the report shows its frontier)")
-    p.add_argument("--min-fields", type=int, default=1, help="stop eliminating at this many fields (default: 1)")
-
-
-def run_tune_command(args: argparse.Namespace) -> int:
-    config = TuneConfig(
-        prompt=args.prompt, suite=args.suite, tolerance=args.tolerance, traces=args.traces or ["fixtures/traces"],
-        labels=args.labels or ["labels"], model=args.model, budget=args.budget, worlds=args.worlds, agent=args.agent,
-        work_dir=args.work_dir, min_fields=args.min_fields,
-    )
-    result = tune(config, out_prompt=Path(args.out) if args.out else None, log=lambda m: print(m, file=sys.stderr))
-    print(format_frontier(result))
-    if args.results:
-        out = Path(args.results)
-        out.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(out / TUNE_FILE, result.to_json())
-        print(f"tune results: {out / TUNE_FILE}")
-    return 0
 
 
 def read_tune(run_dir: Path) -> dict[str, Any] | None:
