@@ -22,8 +22,10 @@ needs_shared = pytest.mark.skipif(not MINI_SWE.is_dir(), reason="raw real traces
 
 
 def real_trace(trace_id: str) -> Path:
-    """A shipped real mini-swe-agent trace by id."""
-    return REAL_MINI / f"{trace_id}.json.gz"
+    """A shipped real trace by id, whatever its source folder under fixtures/real."""
+    found = sorted(REAL.glob(f"*/{trace_id}.json.gz"))
+    assert found, f"no shipped real trace {trace_id}"
+    return found[0]
 
 # Libraries read these once, at import: set them before any test imports inspect or
 # matplotlib, so nothing is written under ~/.cache, ~/.local/share or ~/.config.

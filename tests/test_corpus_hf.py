@@ -16,8 +16,8 @@ from conftest import REAL, ROOT
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    corpus = load_corpus([REAL / "mini-swe-agent", ROOT / "fixtures" / "traces"], [ROOT / "labels" / "real", ROOT / "labels"])
-    from compaction_eval.corpus.hf import export_hf
+    corpus = load_corpus([REAL, ROOT / "fixtures" / "traces"], [ROOT / "labels" / "real", ROOT / "labels"])
+    from compaction_eval.corpus.export import export_hf
 
     out = export_hf(corpus, tmp_path_factory.mktemp("hf") / "corpus")
     return corpus, out
@@ -53,7 +53,7 @@ def test_hf_errors_are_located(tmp_path, exported):
         load_corpus([f"hf:{tmp_path / 'missing'}"], [ROOT / "labels"])
     # a folder that is not an export is never overwritten
     (tmp_path / "mine").mkdir()
-    from compaction_eval.corpus.hf import export_hf
+    from compaction_eval.corpus.export import export_hf
 
     with pytest.raises(ContractError, match="not a dataset export"):
         export_hf(exported[0], tmp_path / "mine")

@@ -11,7 +11,7 @@ from compaction_eval.contracts.labels import CATEGORIES, lint_against_trace, loa
 from compaction_eval.corpus.drafting import draft_labels
 from compaction_eval.corpus.load import load_corpus, read_trace
 from compaction_eval.corpus.stats import corpus_table
-from conftest import REAL_MINI, ROOT
+from conftest import REAL_MINI, ROOT, real_trace
 
 REAL = ["django__django-11265.json.gz", "sympy__sympy-19040.json.gz", "pytest-dev__pytest-7490.json.gz"]
 
@@ -61,15 +61,15 @@ def test_lint_warns_on_drafts_but_passes(tmp_path, capsys):
 
 def test_corpus_table_splits_synthetic_and_real(capsys):
     real = sorted((ROOT / "labels" / "real").glob("*.yaml"))
-    # Only the labelled real traces: reading all 30 would make this test slow for nothing.
-    corpus = load_corpus([ROOT / "fixtures" / "traces", *(REAL_MINI / f"{p.stem}.json.gz" for p in real)],
+    # Only the labelled real traces: reading every shipped one would make this test slow for nothing.
+    corpus = load_corpus([ROOT / "fixtures" / "traces", *(real_trace(p.stem) for p in real)],
                          [ROOT / "labels", *real])
     table = corpus_table(corpus)
     syn, hum, both = (table["groups"][k] for k in ("synthetic", "real", "all"))
     assert syn["traces"] == 11 and hum["traces"] == len(real) >= 15
     assert both["facts"] == syn["facts"] + hum["facts"] and set(both["facts_by_category"]) == set(CATEGORIES)
     assert all(syn["facts_by_category"][c] > 0 for c in CATEGORIES)
-    assert main(["corpus", "--traces", str(REAL_MINI / f"{real[0].stem}.json.gz"), "--labels", str(real[0]),
+    assert main(["corpus", "--traces", str(real_trace(real[0].stem)), "--labels", str(real[0]),
                  "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["groups"]["real"]["traces"] == 1
     assert main(["corpus"]) == 0

@@ -51,14 +51,14 @@ def test_validate_matchers_cli_offline_meets_targets(tmp_path, capsys):
     assert gold["by_split"]["heldout"] > 0 and gold["by_split"]["fresh"] > 0
     assert set(result["facts"]) == {"literal", "semantic", "default"}  # no judge without --model
     default = result["facts"]["default"]
-    # a regression guard on the committed gold set (in sample). Round 2 of issue 16 added the
-    # round-1 test part (281 judgments the matcher was not built on) to it: measured 0.81
-    # overall and bug 0.80 (the literal rule, unchanged), so the issue-8 bars (0.85, 0.9)
-    # no longer describe this gold set
-    assert default["overall"]["kappa"] >= 0.80
+    # A regression guard on the part the matcher was built on (the tune part, cross-validated by
+    # trace); the test part is measured, not guarded (its figure is the headline, whatever it is).
+    tune = result["headline"]["tune_cross_validated"]
+    assert tune["kappa"] >= 0.80 and tune["kappa"] > tune["keys_kappa"] + 0.05
     for category in ("artifact", "number"):
-        assert default["by_category"][category]["kappa"] >= 0.9, category
-    assert default["by_category"]["bug"]["kappa"] >= 0.75
+        assert tune["by_category"][category]["kappa"] >= 0.95, category
+    assert tune["by_category"]["bug"]["kappa"] >= 0.75
+    assert result["headline"]["test"]["n"] >= 700  # the blind round-2 test part is measured
     # every disagreement is listed, with the human's reason
     n_wrong = round(default["overall"]["n"] * (1 - default["overall"]["accuracy"]))
     assert len(result["disagreements"]["default"]) == n_wrong

@@ -8,7 +8,6 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from compaction_eval.cli.args import run_name
 from compaction_eval.cli.progress import add_output_args
 from compaction_eval.contracts.paths import DEFAULTS
 from compaction_eval.contracts.problems import ContractError, Problem
@@ -59,9 +58,11 @@ def model_args(pairs: list[str] | None) -> dict:
 
 
 def run_dir(args: argparse.Namespace) -> Path:
-    """`--out/--run`, the run name defaulting to a timestamp."""
-    name = args.run or datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path(args.out) / name
+    """`--out/--run`, the run name defaulting to a timestamp and checked before anything is
+    written (`../x`, `/abs` and `.hidden` are refused: contracts.runfiles.check_run_name)."""
+    from compaction_eval.contracts.runfiles import run_directory
+
+    return run_directory(args.out, args.run or datetime.now().strftime("%Y%m%d-%H%M%S"))
 
 
 def add_recall_args(p: argparse.ArgumentParser) -> None:
@@ -77,7 +78,7 @@ def add_recall_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--focus", help="focus instruction passed to every prompt")
     p.add_argument("--epochs", type=int, default=1, help="repeats per sample (real models)")
     p.add_argument("--out", default="results", help="parent directory of run directories (default: results)")
-    p.add_argument("--run", type=run_name, help="run name (default: a timestamp)")
+    p.add_argument("--run", help="run name (default: a timestamp)")
     p.add_argument("--redact", action="store_true", help="replace secret-looking strings in traces before anything is sent to a model")
     p.add_argument("--batch", action="store_true", help="use the provider's batch mode (real models)")
     p.add_argument("-M", "--model-arg", action="append", metavar="KEY=VALUE", help="model argument (part of the generate-cache scope)")

@@ -65,7 +65,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
 
 
 def cmd_corpus_export(args: argparse.Namespace) -> int:
-    from compaction_eval.corpus.hf import export_hf
+    from compaction_eval.corpus.export import export_hf
     from compaction_eval.corpus.load import load_corpus
 
     corpus = load_corpus(args.traces or DEFAULT_TRACES, args.labels or DEFAULT_LABELS)

@@ -7,7 +7,6 @@ import contextlib
 import sys
 from pathlib import Path
 
-from compaction_eval.cli.args import run_name
 from compaction_eval.cli.common import run_dir
 from compaction_eval.cli.progress import emit_json, inspect_display, progress, wants_json, without_samples
 from compaction_eval.contracts.problems import ContractError, Problem
@@ -41,7 +40,7 @@ def add_horizon_args(p: argparse.ArgumentParser, *, in_run: bool = False) -> Non
         p.add_argument("--prompts-dir", default="prompts")
         p.add_argument("--budget", type=int, default=DEFAULT_HORIZON_BUDGET, help=f"summary budget of `full` in tokens (default: {DEFAULT_HORIZON_BUDGET})")
         p.add_argument("--out", default="results", help="parent directory of run directories (default: results)")
-        p.add_argument("--run", type=run_name, help="run name (default: a timestamp)")
+        p.add_argument("--run", help="run name (default: a timestamp)")
         from compaction_eval.cli.progress import add_output_args
 
         add_output_args(p)

@@ -11,8 +11,6 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from compaction_eval.cli.args import run_name
-
 COMMANDS = {
     "replay": "replay recorded traces under context policies at several windows: visible facts, tokens, compactions, cost",
     "decay": "chains of K compactions (each summarising the previous summary plus what followed): survival per category",
@@ -32,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--max-retries", type=int, default=4)
         p.add_argument("--timeout", type=int, default=120)
         p.add_argument("--out", default="results", help="parent directory of run directories (default: results)")
-        p.add_argument("--run", type=run_name, help="run name (default: a timestamp)")
+        p.add_argument("--run", help="run name (default: a timestamp)")
         p.add_argument("--into", help="add the file to this existing run directory instead of creating one")
         if name == "replay":
             p.add_argument("--policies", nargs="+", default=["baseline", "eviction", "full"],

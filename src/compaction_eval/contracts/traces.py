@@ -302,3 +302,11 @@ def is_trace_file(path: Path) -> bool:
 
 def trace_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.rglob("*") if p.is_file() and is_trace_file(p))
+
+
+def source_of(trace: "Trace") -> str:
+    """The source a trace came from: the first part of `source.corpus` (`openhands/sweplay` is
+    `openhands`, the folder of fixtures/real), else `source.kind` (`synthetic`, or the
+    importer's format for a file converted in memory), else `unknown`."""
+    name = trace.source.get("corpus") or trace.source.get("kind") or "unknown"
+    return str(name).split("/")[0]

@@ -70,7 +70,7 @@ def label_paths(paths: Iterable[Path | str]) -> list[Path]:
 def per_source_limit(labels: list[Labels], traces: dict[str, Trace], n: int) -> list[Labels]:
     """At most `n` labels per source (the first by trace id), for an input `DIR#N`. Labels of
     a trace that is not loaded are kept, so that the caller reports them."""
-    from compaction_eval.corpus.stats import source_of
+    from compaction_eval.contracts.traces import source_of
 
     taken: dict[str, int] = {}
     kept = []

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from compaction_eval.contracts.labels import CATEGORIES
-from compaction_eval.contracts.traces import Trace
+from compaction_eval.contracts.traces import source_of
 from compaction_eval.corpus.load import Corpus
 
 
@@ -30,14 +30,6 @@ def corpus_stats(corpus: Corpus) -> dict[str, Any]:
         "skipped_files": [str(p) for p in corpus.skipped],
         "by_source": by_source(corpus),
     }
-
-
-def source_of(trace: Trace) -> str:
-    """The source a trace came from: the first part of `source.corpus` (`openhands/sweplay` is
-    `openhands`, the folder of fixtures/real), else `source.kind` (`synthetic`, or the
-    importer's format for a file converted in memory), else `unknown`."""
-    name = trace.source.get("corpus") or trace.source.get("kind") or "unknown"
-    return str(name).split("/")[0]
 
 
 def _distinct(values: Iterable[Any]) -> list[str]:
