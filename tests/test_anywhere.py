@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_defaults_resolve_to_the_project_inside_one_and_to_the_package_outside(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     assert project_dir() == ROOT
-    assert resolve_inputs(None, "traces") == [Path("fixtures/traces")]
+    assert resolve_inputs(None, "traces") == [Path("fixtures/traces"), Path("fixtures/real")]
     assert default_input("gold") == Path("labels/gold")
 
     empty = tmp_path / "empty"
@@ -71,6 +71,7 @@ def _copy_project(dst: Path) -> Path:
                     ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     shutil.copytree(ROOT / "prompts", dst / "prompts")
     shutil.copytree(ROOT / "fixtures" / "traces", dst / "fixtures" / "traces")
+    shutil.copytree(ROOT / "fixtures" / "real", dst / "fixtures" / "real")
     shutil.copytree(ROOT / "labels", dst / "labels", ignore=shutil.ignore_patterns("synth-large"))
     return dst
 

@@ -17,7 +17,7 @@ REAL_DATA_TESTS = ["tests/test_importers.py", "tests/test_lint.py", "tests/test_
 
 def test_real_data_tests_pass_without_the_shared_folder():
     env = {**os.environ, "COMPACTION_EVAL_NO_SHARED": "1"}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *REAL_DATA_TESTS],
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-x", "-p", "no:cacheprovider", *REAL_DATA_TESTS],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout and " skipped" in proc.stdout

@@ -333,6 +333,13 @@ def compute(config: ReplayRunConfig, modes: tuple[str, ...] = MODES) -> dict[str
 def run_modes(config: ReplayRunConfig, out_dir: Path, modes: tuple[str, ...] = MODES, *, existing: bool = False) -> dict[str, dict[str, Any]]:
     """Compute `modes` and write their files into `out_dir`: a new run directory that appears
     only when everything succeeded, or (`existing`) an existing one, each file atomically."""
+    from dataclasses import replace
+
+    from compaction_eval.contracts.paths import resolve_inputs
+
+    # default names (`prompts`, `fixtures/traces`, ...) mean the project's or the package's data
+    config = replace(config, **{kind: [str(p) for p in resolve_inputs(getattr(config, kind), kind)]
+                                for kind in ("traces", "labels", "prompts")})
     out_dir = Path(out_dir)
     if existing:
         if not out_dir.is_dir():
