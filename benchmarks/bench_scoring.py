@@ -5,7 +5,9 @@
 1. Scoring throughput: `score_summary` (literal + semantic matchers, distortions,
    precision) against a naive per-fact loop of case-insensitive regex searches for the
    keys, on the same summaries (every prompt x every sample of the committed corpus,
-   written by the offline extractive summariser).
+   written by the offline extractive summariser); and against the scorer as it was before
+   the calibrated matcher (commit 6a9ea5e, checked out from git into a temporary folder and
+   run in its own interpreter on the same summaries). Budget: at most 2x slower.
 2. Wall time of `compaction-eval run` against the wall time of a bare `import inspect_ai`
    in a fresh interpreter (the floor any inspect-based command pays).
 """
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import re
 import subprocess
 import sys
@@ -68,6 +72,37 @@ def _best_of(fn, items, repeats=5) -> float:
     return best
 
 
+OLD_SCORER = "6a9ea5e"  # the scorer before issue 16's calibrated matcher
+_OLD_TIMER = """
+import json, sys, time
+from pathlib import Path
+from compaction_eval.corpus import read_trace
+from compaction_eval.labels import load_labels
+from compaction_eval.scoring import score_summary
+items = json.load(open(sys.argv[1]))
+loaded = [(s, load_labels(lab), read_trace(Path(tr))[0], at) for s, lab, tr, at in items]
+score_summary(*loaded[0])
+best = min(
+    (lambda t0: (sum(sum(f.kept for f in score_summary(*x).facts) for x in loaded), time.perf_counter() - t0)[1])(time.perf_counter())
+    for _ in range(5))
+print(best)
+"""
+
+
+def _old_scorer_seconds(items) -> float | None:
+    """Best-of-5 seconds of the pre-matcher scorer on `items`, or None outside a git checkout."""
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(["git", "archive", OLD_SCORER, "src"], cwd=ROOT, capture_output=True)
+        if archive.returncode != 0:
+            return None
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+        data = Path(tmp) / "items.json"
+        data.write_text(json.dumps([(s, str(lab.path), str(tr.path), at) for s, lab, tr, at in items]))
+        out = subprocess.run([sys.executable, "-c", _OLD_TIMER, str(data)], capture_output=True, text=True,
+                             env={**os.environ, "PYTHONPATH": str(Path(tmp) / "src")}, check=True)
+        return float(out.stdout.strip())
+
+
 def _wall(cmd: list[str]) -> float:
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, capture_output=True, cwd=ROOT)
@@ -87,6 +122,11 @@ def main() -> None:
     print(f"  score_summary     {ours * 1000:8.1f} ms  ({facts / ours:,.0f} facts/s)")
     print(f"  naive regex loop  {naive * 1000:8.1f} ms  ({facts / naive:,.0f} facts/s)")
     print(f"  ratio (ours / naive): {ours / naive:.1f}x")
+    old = _old_scorer_seconds(items)
+    if old is not None:
+        verdict = "ok" if ours <= 2 * old else "OVER the 2x budget"
+        print(f"  scorer at {OLD_SCORER} (before the calibrated matcher) {old * 1000:8.1f} ms  ({facts / old:,.0f} facts/s)")
+        print(f"  ratio (ours / before): {ours / old:.2f}x  {verdict}")
 
     if args.skip_run:
         return

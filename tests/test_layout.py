@@ -99,3 +99,9 @@ def test_no_import_cycles_between_stages_or_modules():
         if module not in seen:
             visit(module)
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_tests_mirror_the_package_folders():
+    tests = Path(__file__).parent
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and any(p.glob("test_*.py"))}
+    assert folders and folders <= set(STAGES), f"test folders with no package stage: {sorted(folders - set(STAGES))}"

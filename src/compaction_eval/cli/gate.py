@@ -31,6 +31,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     except ContractError as exc:  # exit 2, with the reason in the files CI shows as well
         write_outputs(unusable_markdown(exc), markdown=md, junit_xml=unusable_junit(exc), junit=junit)
         raise
+    decay = _decay_verdicts(args, result) if args.decay else None
     markdown = format_markdown(result, fact_text=fact_texts(read_results(result.candidate_path)))
     written = write_outputs(markdown, markdown=md, junit_xml=format_junit(result), junit=junit)
     if args.format == "json":
@@ -42,9 +43,25 @@ def cmd_gate(args: argparse.Namespace) -> int:
                    "comparison": result.comparison.to_json(), "files": [str(p) for p in written]})
     else:
         print(format_text(result))
+    if decay is not None:
+        from compaction_eval.gate.decay import decay_regressed, format_decay_verdicts
+
+        print(format_decay_verdicts(decay), file=sys.stderr if args.format == "json" else sys.stdout)
+        if decay_regressed(decay) and result.exit_code == 0:
+            return 1
     for path in written:
         print(f"wrote {path}", file=sys.stderr)
     return result.exit_code
+
+
+def _decay_verdicts(args: argparse.Namespace, result) -> list:
+    """`--decay`: survival after k compactions compared like recall (decay.json beside each
+    run's results.json; a run without one is unusable input)."""
+    from compaction_eval.gate.decay import compare_decay, read_decay
+
+    runs = [Path(p) for p in (result.baseline_path, result.candidate_path)]
+    data = [read_decay(p if p.is_dir() else p.parent) for p in runs]
+    return compare_decay(data[0], data[1], k=args.decay_k, tolerance=args.tolerance)
 
 
 def cmd_baseline_save(args: argparse.Namespace) -> int:
@@ -72,6 +89,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--markdown", metavar="FILE", help="write the markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML here (a test case per prompt x category)")
     p.add_argument("--allow-setting-changes", action="store_true", help="compare runs made with a different model, budget, shape or focus")
+    p.add_argument("--decay", action="store_true", help="also compare decay.json (survival after k compactions, paired by trace); a drop beyond --tolerance whose interval excludes zero fails")
+    p.add_argument("--decay-k", type=int, help="compare survival after this many compactions (default: the largest k both runs reached)")
     p.add_argument("--format", choices=["text", "json"], default="text", help="the verdict as text, or one JSON document on stdout")
     p.set_defaults(func=cmd_gate)
 

@@ -23,7 +23,7 @@ from compaction_eval.recall.matching.semantic import (
 )
 from compaction_eval.validation import refit
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def fact(category: str, text: str, keys: list[str]) -> Fact:

@@ -24,7 +24,7 @@ from conftest import MINI_SWE, needs_shared
 
 pytestmark = needs_shared  # builds its own trace from the raw mini-swe-agent file (other ids and indices than fixtures/real)
 
-DATA = Path(__file__).parent / "data" / "scoring"
+DATA = Path(__file__).resolve().parents[1] / "data" / "scoring"
 AT = 84
 
 

@@ -23,7 +23,7 @@ from compaction_eval.contracts.paths import (
 from compaction_eval.contracts.prompts import load_candidates
 from compaction_eval.corpus.load import load_corpus
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_defaults_resolve_to_the_project_inside_one_and_to_the_package_outside(tmp_path, monkeypatch):

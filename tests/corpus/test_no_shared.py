@@ -11,8 +11,8 @@ import sys
 
 from conftest import ROOT
 
-REAL_DATA_TESTS = ["tests/test_importers.py", "tests/test_lint.py", "tests/test_drafting.py", "tests/test_compare.py",
-                   "tests/test_importers_real.py"]
+REAL_DATA_TESTS = ["tests/corpus/test_importers.py", "tests/corpus/test_lint.py", "tests/corpus/test_drafting.py", "tests/gate/test_compare.py",
+                   "tests/corpus/test_importers_real.py"]
 
 
 def test_real_data_tests_pass_without_the_shared_folder():

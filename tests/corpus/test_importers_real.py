@@ -25,7 +25,7 @@ from compaction_eval.corpus.importers.inline_calls import parse_inline_calls
 from compaction_eval.corpus.importers.ship import SOURCES, build, default_data, main
 from compaction_eval.corpus.lint import lint
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / "fixtures" / "real"
 DATA = default_data()
 needs_data = pytest.mark.skipif(DATA is None or not DATA.is_dir(),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 
@@ -247,3 +248,29 @@ def test_all_three_over_http_and_a_rerun_makes_zero_calls(tmp_path, monkeypatch)
         assert len(server.requests) == n, "a rerun with nothing changed must make no model calls"
         assert second["probes"]["prompts"][0]["accuracy"] == probes["accuracy"]
         assert second["replay"]["policies"][0]["visible_recall"] == policy["visible_recall"]
+
+
+def test_gate_cli_compares_decay_beside_recall(tmp_path, capsys):
+    """`gate --decay`: an unchanged recall run with a decay regression exits 1; without
+    decay.json on one side it is unusable input (exit 2)."""
+    import shutil
+
+    from compaction_eval.cli.main import main
+
+    def run_dir(name: str, survived: bool) -> Path:
+        d = tmp_path / name
+        d.mkdir()
+        shutil.copy(ROOT / "results" / "baselines" / "main" / "results.json", d / "results.json")
+        chains = [{"trace": f"t{i}", "k": 2, "facts": [{"weight": 1.0, "survived": [True, survived or i % 5 == 0]}] * 3}
+                  for i in range(10)]
+        (d / "decay.json").write_text(json.dumps({"schema": "compaction-eval/decay@1", "prompts": [{"prompt": "handoff", "samples": chains}]}))
+        return d
+
+    base, same, worse = run_dir("base", True), run_dir("same", True), run_dir("worse", False)
+    assert main(["gate", "--baseline", str(base), "--candidate", str(same), "--decay"]) == 0
+    assert "decay (survival after k compactions" in capsys.readouterr().out
+    assert main(["gate", "--baseline", str(base), "--candidate", str(worse), "--decay"]) == 1
+    assert "handoff: k=2" in capsys.readouterr().out
+    (same / "decay.json").unlink()
+    assert main(["gate", "--baseline", str(base), "--candidate", str(same), "--decay"]) == 2
+    assert "decay file not found" in capsys.readouterr().err
