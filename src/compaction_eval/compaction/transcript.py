@@ -1,6 +1,6 @@
-"""The two input shapes a summariser receives, reduced to (conversation text, instruction).
+r"""The two input shapes a summariser receives, reduced to (conversation text, instruction).
 
-*inline*: one user message holding ``<conversation>\\n...span...\\n</conversation>`` and the
+*inline*: one user message holding ``<conversation>\n...span...\n</conversation>`` and the
 compaction prompt. *messages*: the span as chat messages followed by a last user message
 holding only the prompt. Both become the same conversation text, rendered as::
 

@@ -145,7 +145,7 @@ def run_lock(final: Path) -> Iterator[None]:
 
 
 def request_limits(timeout: int, max_retries: int) -> dict[str, int]:
-    """inspect's limits for `--timeout` seconds per request.
+    """The limits inspect needs for `--timeout` seconds per request.
 
     inspect's `timeout` is the budget of the whole retry loop, checked only between
     attempts, and the SDK is left at its own 600 s per request, so a held request hung far

@@ -192,7 +192,6 @@ def draft_labels(trace: Trace, at: int, *, max_facts: int = MAX_FACTS) -> dict[s
 
 def draft_yaml(trace: Trace, at: int) -> str:
     """The draft as a labels YAML file, with a header saying what to do with it."""
-
     header = (f"# Draft labels for {trace.id} at point {at}, proposed by `compaction-eval labels draft`.\n"
               "# Check every fact against the trace: delete noise, fix the texts, mark 2-4 `critical: true`,\n"
               "# add `avoid` items and what the rules miss, then set labelled_by: human.\n")

@@ -230,7 +230,7 @@ def gate_runs(
 
 
 def declared_fields(results: dict[str, Any]) -> dict[str, list[str]]:
-    """prompt -> the schema fields it declared in a run (prompts without the record are absent)."""
+    """Each prompt -> the schema fields it declared in a run (prompts without the record are absent)."""
     return {p["prompt"]: list(p["fields"]) for p in results.get("prompts", []) if isinstance(p.get("fields"), list)}
 
 
@@ -568,8 +568,8 @@ _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]
 
 
 def _xml_safe(text: str) -> str:
-    """Text that XML 1.0 can hold: characters it forbids (control characters from a prompt
-    name, say) are shown as `\\xNN` instead of making the file unreadable."""
+    r"""Text that XML 1.0 can hold: characters it forbids (control characters from a prompt
+    name, say) are shown as `\xNN` instead of making the file unreadable."""
     return _XML_ILLEGAL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
 
 

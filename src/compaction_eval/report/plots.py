@@ -192,7 +192,7 @@ def interval_svg(rows: Sequence[tuple[str, float, tuple[float, float]]], *, xlab
     """A dot-and-interval chart: one row per (label, value, (lo, hi)), values in [0, 1]."""
     with plt.rc_context(_STYLE):
         fig, ax = plt.subplots(figsize=(11.8, 0.6 + 0.42 * max(1, len(rows))))
-        for i, (label, value, (lo, hi)) in enumerate(rows):
+        for i, (_label, value, (lo, hi)) in enumerate(rows):
             y = len(rows) - 1 - i
             # not clipped at the axes: a completion of exactly 0 or 1 is a whole dot
             ax.plot([lo, hi], [y, y], color=ACCENT, lw=2.2, solid_capstyle="round", clip_on=False)
@@ -238,7 +238,7 @@ def stacked_bars_svg(rows: Sequence[tuple[str, Sequence[float]]], parts: Sequenc
     `parts` [(name, colour)]; the total is printed at each bar's end."""
     with plt.rc_context(_STYLE):
         fig, ax = plt.subplots(figsize=(11.8, 0.9 + 0.42 * max(1, len(rows))))
-        for i, (label, values) in enumerate(rows):
+        for i, (_label, values) in enumerate(rows):
             y = len(rows) - 1 - i
             left = 0.0
             for (name, colour), v in zip(parts, values):

@@ -424,7 +424,7 @@ def search(
     n_other: int = 0,
     templates: Callable[[], Sequence[str]] | None = None,
 ) -> str:
-    """grep output: real hits in `known` files plus `n_other` made-up hits in `others`, sorted."""
+    """Grep output: real hits in `known` files plus `n_other` made-up hits in `others`, sorted."""
     hits = real_hits(regex, known)
     if others and n_other:
         hits += synthetic_hits(rng, others, n_other, templates or (lambda: [regex]))
@@ -508,7 +508,7 @@ def short_summary(failures: Sequence[tuple[str, str]]) -> str:
 
 
 def traceback_frames(frames: Sequence[tuple[str, int, str, str]], error: str) -> str:
-    """pytest's `--tb=short`-style frames (path, line, function, code) ending in `E   error`."""
+    """Pytest's `--tb=short`-style frames (path, line, function, code) ending in `E   error`."""
     out: list[str] = []
     for path, n, func, code in frames:
         out += [f"{path}:{n}: in {func}", f"    {code.strip()}"]

@@ -160,7 +160,7 @@ def _find_skipped(skipped: list[_Skipped], uuid: str, before: int, used: set[int
 
 
 def _spine(events: list[Event], skipped: list[_Skipped], leaf: Event, where: str) -> tuple[dict[str, int], list[dict[str, Any]]]:
-    """uuid -> line of every event on the chain from `leaf` back to the root, and the bridges
+    """Map of uuid -> line of every event on the chain from `leaf` back to the root, and the bridges
     taken through skipped lines."""
     by_uuid = {e["uuid"]: (n, e) for n, e in events if isinstance(e.get("uuid"), str)}
     spine: dict[str, int] = {}

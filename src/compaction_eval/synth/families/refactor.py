@@ -301,7 +301,7 @@ def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = 
     # ---- point 1: the plan is current, the dry run not yet read
     b.point()
     dry_lines = []
-    for path, n, text in sorted(src_word_hits + test_hits):
+    for path, _n, text in sorted(src_word_hits + test_hits):
         dry_lines.append(f"{path}: {re.sub(word, c.new, text)}")
     b.call("Dry run: print every line the substitution would change.", "bash",
            {"command": f"git grep -lw {c.old} -- src tests | xargs -I{{}} sh -c "
