@@ -176,7 +176,7 @@ def draft_labels(trace: Trace, at: int, *, max_facts: int = MAX_FACTS) -> dict[s
              by_category["attempt"][-2:], by_category["next_step"][-2:]]
     names = ["bug", "artifact", "number", "constraint", "decision", "attempt", "next_step"]
     while len(d.facts) < max_facts and any(pools):
-        for name, pool in zip(names, pools):
+        for name, pool in zip(names, pools, strict=True):
             if pool and len(d.facts) < max_facts:
                 hint, text, keys, source = pool.pop(0)
                 d.add(name, hint, text, keys, source)

@@ -406,7 +406,7 @@ def compare_runs(
         for cat in CATEGORIES:
             pairs = [
                 (float(np.mean(bc.by_category[cat])), float(np.mean(cc.by_category[cat])))
-                for bc, cc in zip(b_cells, c_cells)
+                for bc, cc in zip(b_cells, c_cells, strict=True)
                 if bc.by_category.get(cat) and cc.by_category.get(cat)
             ]
             if pairs:

@@ -122,7 +122,7 @@ def _run_into(config: HorizonConfig, directory: Path, final: Path) -> dict[str, 
     pricing = resolve_price(config.model, config.prices, config.price_model)
     price = pricing.price
     summaries = []
-    for name, log in zip(config.configs, logs):
+    for name, log in zip(config.configs, logs, strict=True):
         samples = [sample_record(s, price, seconds_per_request=config.seconds_per_request) for s in log.samples or []]
         samples.sort(key=lambda s: s["world"] or "")
         summary = config_summary(name, samples)

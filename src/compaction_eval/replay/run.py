@@ -146,7 +146,7 @@ async def _replay_all(config: ReplayRunConfig, corpus: Any, model: Any) -> list[
     price = resolve_price(config.model, price_model=config.price_model).price  # None: unknown, costs null
     jobs = [(p, w, tid) for p in config.policies for w in config.windows for tid in _trace_ids(config, corpus)]
     results = await asyncio.gather(*[replay_trace(corpus.traces[t], corpus.labels[t], p, w, model, settings, price) for p, w, t in jobs])
-    return [(p, w, r) for (p, w, _), r in zip(jobs, results)]
+    return [(p, w, r) for (p, w, _), r in zip(jobs, results, strict=True)]
 
 
 # ------------------------------------------------------------------------------- decay

@@ -241,7 +241,7 @@ def stacked_bars_svg(rows: Sequence[tuple[str, Sequence[float]]], parts: Sequenc
         for i, (_label, values) in enumerate(rows):
             y = len(rows) - 1 - i
             left = 0.0
-            for (name, colour), v in zip(parts, values):
+            for (name, colour), v in zip(parts, values, strict=True):
                 ax.barh(y, v, left=left, color=colour, height=0.62, label=name if i == 0 else None)
                 left += v
             ax.annotate(f"${left:,.2f}", (left, y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=9, color=INK)

@@ -394,7 +394,7 @@ def synthetic_hits(
         raise ValueError("need at least one hit per file")
     counts = split_total(rng, total, len(files), minimum=1)
     hits: list[tuple[str, int, str]] = []
-    for path, count in zip(files, counts):
+    for path, count in zip(files, counts, strict=True):
         free = [n for n in range(3, 420) if (path, n) not in taken]
         linenos = sorted(rng.sample(free, k=count))
         taken.update((path, n) for n in linenos)
@@ -437,7 +437,7 @@ def split_total(rng: random.Random, total: int, parts: int, minimum: int = 0) ->
     if rest < 0:
         raise ValueError("total too small")
     cuts = sorted(rng.randint(0, rest) for _ in range(parts - 1))
-    sizes = [b - a for a, b in zip([0, *cuts], [*cuts, rest])]
+    sizes = [b - a for a, b in zip([0, *cuts], [*cuts, rest], strict=True)]
     return [minimum + s for s in sizes]
 
 
@@ -580,7 +580,7 @@ def sql_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     cells = [[str(c) for c in columns]] + [[str(v) for v in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
     fmt = lambda r: " " + " | ".join(v.rjust(w) if v.replace(",", "").replace(".", "").isdigit() else v.ljust(w)
-                                     for v, w in zip(r, widths))
+                                     for v, w in zip(r, widths, strict=True))
     out = [fmt(cells[0]), "-" + "-+-".join("-" * w for w in widths) + "-"]
     out += [fmt(r) for r in cells[1:]]
     out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")

@@ -208,7 +208,7 @@ def _measure_completion(config: TuneConfig, names: list[str], prompts_dir: Path,
                         display="none", max_tasks=1, fail_on_error=True, score_display=False)
     _, price = price_for(config.agent, dict(PRICES))
     out = {}
-    for name, log in zip(names, logs):
+    for name, log in zip(names, logs, strict=True):
         if log.status != "success":
             raise RuntimeError(f"long-horizon run for {name} failed: {log.error.message if log.error else log.status}")
         summary = config_summary("full", [sample_record(s, price, seconds_per_request=5.0) for s in log.samples or []])
