@@ -132,7 +132,8 @@ def parse_conversation(text: str) -> list[Segment]:
     command's observation (`<returncode>...`) is read as a tool result.
     """
     pieces: list[tuple[str, list[str], str]] = []  # (role, lines, tool)
-    role, lines, tool = "user", [], ""
+    role, tool = "user", ""
+    lines: list[str] = []
     for line in text.split("\n"):
         header = _HEADER.match(line)
         call = _TOOL_CALL.match(line) if not header else None

@@ -168,8 +168,8 @@ def draft_labels(trace: Trace, at: int, *, max_facts: int = MAX_FACTS) -> dict[s
     # numbers: test counts, most recent first.
     numbers = []
     for i in range(len(texts) - 1, -1, -1):
-        for m in _COUNT.finditer(texts[i]):
-            numbers.append((m.group(0), f"Test run in message {i}: {m.group(0)}.", [m.group(0)], [i]))
+        for hit in _COUNT.finditer(texts[i]):
+            numbers.append((hit.group(0), f"Test run in message {i}: {hit.group(0)}.", [hit.group(0)], [i]))
 
     # Take candidates round-robin so every category is represented before any gets a second.
     pools = [bugs[:3], artifacts, numbers[:2], by_category["constraint"][:3], by_category["decision"][-3:],

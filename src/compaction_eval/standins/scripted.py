@@ -72,6 +72,7 @@ class ScriptedAgent(LocalModelAPI):
     async def generate(self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice,
                        config: GenerateConfig) -> ModelOutput:
         world = _world_from_tools(tools)
+        calls: list[ToolCall]
         if world is None:
             text, calls = "I have no workspace tools: nothing to do.", []
         else:

@@ -33,6 +33,7 @@ from compaction_eval.contracts.settings import (
     DEFAULT_HORIZON_BUDGET,
     DEFAULT_KEEP_LAST,
     DEFAULT_MODEL,
+    Shape,
     is_stand_in,
 )
 
@@ -176,7 +177,7 @@ class TuneConfig:
     model: str = DEFAULT_MODEL
     budget: int = DEFAULT_BUDGET
     keep_last: int = DEFAULT_KEEP_LAST
-    shape: str = "inline"
+    shape: Shape = "inline"
     worlds: list[str] | None = None
     size: str = "small"
     agent: str = DEFAULT_AGENT

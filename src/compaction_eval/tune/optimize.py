@@ -27,6 +27,7 @@ from typing import Any
 
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import Candidate, load_candidate, load_candidates
+from compaction_eval.contracts.settings import Shape
 from compaction_eval.tune.suggest import (
     CAUSES,
     MAX_EXAMPLES,
@@ -68,7 +69,7 @@ class OptimizeConfig:
     model: str = "extractive/default"
     budget: int = 800
     keep_last: int = 4
-    shape: str = "inline"
+    shape: Shape = "inline"
     others: list[str] = field(default_factory=list)
     tolerance: float = 0.02
     category_tolerance: float = 0.05

@@ -312,7 +312,11 @@ def source_index(trace: Trace, at: int) -> SourceIndex:
     if ref is None or ref() is not trace:
         for key in [k for k in _SOURCE_CACHE if k[0] == tid]:
             del _SOURCE_CACHE[key]
-        _SOURCE_TRACES[tid] = weakref.ref(trace, lambda _r, tid=tid: _forget(tid))
+
+        def forget(_r: weakref.ref[Trace], tid: int = tid) -> None:
+            _forget(tid)
+
+        _SOURCE_TRACES[tid] = weakref.ref(trace, forget)
     key = (tid, at)
     if key not in _SOURCE_CACHE:
         _SOURCE_CACHE[key] = SourceIndex(normalize_history(trace.folded_text_upto(at)))

@@ -551,7 +551,9 @@ def _cosines(counts: list[Counter[str]], n_texts: int) -> np.ndarray:
         for gram in c:
             vocab.setdefault(gram, len(vocab))
     n_text_cols = len(vocab)
-    rows, cols, vals = [], [], []
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[int] = []
     for i, c in enumerate(counts):
         rows.extend([i] * len(c))
         cols.extend([vocab.setdefault(g, len(vocab)) for g in c])
