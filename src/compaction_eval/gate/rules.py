@@ -489,7 +489,7 @@ def format_markdown(result: GateResult, *, fact_text: dict[tuple[str, str], str]
                    f"{'❌ regression' if case.failures else '✅'} |")
 
     prompts = [pc.prompt for pc in cmp.prompts]
-    cats = [c for c in CATEGORIES if any(case.name == c for case in cases)]
+    cats = [c for c in CATEGORIES if any(cr.name == c for cr in cases)]
     if cats:
         out += ["", "### Δ recall by category (points, 95% interval)", "",
                 "| prompt | " + " | ".join(map(_md_escape, cats)) + " |", "|---|" + "---|" * len(cats)]

@@ -12,12 +12,14 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")  # before pyplot: no display, no GUI toolkit
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.colors import LinearSegmentedColormap, to_hex  # noqa: E402
 
 # Restrained palette shared with the CSS (report.css.j2 uses the same hex values).
@@ -27,7 +29,7 @@ GRID = "#e4e7eb"
 ACCENT = "#2f6fb0"
 BEST = "#c2561a"
 
-_STYLE = {
+_STYLE: dict[str, Any] = {
     "svg.fonttype": "none",
     "text.parse_math": False,  # prompt and config names are names, not TeX ($x$ stays $x$)
     "svg.image_inline": True,
@@ -166,7 +168,9 @@ _OFFSETS = [(7, 6, "left"), (7, -15, "left"), (-7, 6, "right"), (-7, -15, "right
 def _place_labels(fig: plt.Figure, ax: plt.Axes, points: Sequence[Point], best: str | None) -> None:
     """Name each point where its label overlaps no earlier label and no marker (greedy; the
     best prompt first, so it gets the plainest place)."""
-    renderer = fig.canvas.get_renderer()
+    canvas = fig.canvas
+    assert isinstance(canvas, FigureCanvasAgg)  # matplotlib.use("Agg") above
+    renderer = canvas.get_renderer()
     taken = []
     for p in points:  # the markers themselves
         x, y = ax.transData.transform((p.recall, p.precision))

@@ -141,11 +141,12 @@ def write_variant(candidate: Candidate, fields: tuple[str, ...], directory: Path
     path.write_text(reduced_template(candidate, fields, name), encoding="utf-8")
     reduced = load_candidate(path)
     original = Candidate(candidate.name, candidate.description, candidate.fields, candidate.path, fields)
-    probe = dict(budget=500, span="SPAN", focus="FOCUS")
+    probe: dict[str, Any] = {"budget": 500, "span": "SPAN", "focus": "FOCUS"}
     if reduced.render(**probe) != original.render(**probe):
         # keep every block: the header alone turns the removed fields off
         text = candidate.path.read_text(encoding="utf-8")
         header = re.match(r"^\{#-?\s*\n(.*?)\n\s*-?#\}", text, re.S)
+        assert header is not None  # a Candidate was loaded through this header (contracts.prompts._HEADER)
         head = re.sub(r"(?m)^name:.*$", f"name: {name}", header.group(1), count=1)
         head = re.sub(r"(?m)^fields:.*$", f"fields: [{', '.join(fields)}]", head, count=1)
         path.write_text(text[: header.start(1)] + head + text[header.end(1):], encoding="utf-8")

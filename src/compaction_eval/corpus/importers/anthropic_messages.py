@@ -49,7 +49,7 @@ def convert(data: Any, path: Path) -> list[dict[str, Any]]:
         system = "\n\n".join(b["text"] for b in system)
     elif system is None:
         system = ""
-    source = data.get("source") if isinstance(data.get("source"), dict) else {"kind": NAME, "path": path.name}
+    source: dict[str, Any] = given if isinstance(given := data.get("source"), dict) else {"kind": NAME, "path": path.name}
     return [
         finish(
             trace_id=safe_id(data.get("id") or file_stem(path), where, "id"),

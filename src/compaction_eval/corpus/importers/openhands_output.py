@@ -229,7 +229,7 @@ def convert_file(path: Path) -> list[dict[str, Any]]:
     """One trace per line of an evaluation output file."""
     where = str(path)
     text = read_text(path)
-    traces = []
+    traces: list[dict[str, Any]] = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
