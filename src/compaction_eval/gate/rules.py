@@ -496,12 +496,12 @@ def format_markdown(result: GateResult, *, fact_text: dict[tuple[str, str], str]
         for prompt in prompts:
             row = []
             for cat in cats:
-                case = next((c for c in cases if c.prompt == prompt and c.name == cat), None)
-                if case is None or case.delta is None:
+                found = next((c for c in cases if c.prompt == prompt and c.name == cat), None)
+                if found is None or found.delta is None:
                     row.append("–")
                     continue
-                mark = " ❌" if case.failures else ""
-                row.append(f"{_pts(case.delta.delta)} {_ci(case.delta)}{mark}")
+                mark = " ❌" if found.failures else ""
+                row.append(f"{_pts(found.delta.delta)} {_ci(found.delta)}{mark}")
             out.append(f"| {_md_escape(prompt)} | " + " | ".join(row) + " |")
 
     for title, attr in (("Facts lost", "lost"), ("Facts gained", "gained")):

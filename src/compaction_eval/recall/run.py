@@ -287,8 +287,8 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
     # results.json records where the inputs were read (absolute: a report renders from any
     # directory) and the paths as given (found again when a run directory is moved).
     given = {kind: [str(p) for p in getattr(config, kind)] for kind in ("traces", "labels", "prompts")}
-    config = replace(config, **{kind: [hf_absolute(p) if is_hf(p) else str(p.resolve()) for p in _resolve(paths, kind)]
-                                    for kind, paths in given.items()})
+    resolved = {kind: [hf_absolute(p) if is_hf(p) else str(p.resolve()) for p in _resolve(paths, kind)] for kind, paths in given.items()}
+    config = replace(config, traces=resolved["traces"], labels=resolved["labels"], prompts=resolved["prompts"])
     corpus = load_corpus(config.traces, config.labels)
     from_hf = any(map(is_hf, [*config.traces, *config.labels]))
     if from_hf and config.redact:
@@ -311,7 +311,9 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
         resumed = clear_interrupted(out_dir, keep=stage)
         if resumed:
             print(f"note: resuming {out_dir.name}: cleared {len(resumed)} interrupted attempt(s); finished model calls come from the cache", file=sys.stderr)
-        traces, labels, redactions, dropped = config.traces, config.labels, {}, []
+        traces, labels = config.traces, config.labels
+        redactions: dict[str, int] = {}
+        dropped: list[str] = []
         if from_hf:
             traces, labels = _hf_files(corpus, stage)
         focus = config.focus

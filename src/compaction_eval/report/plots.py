@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.colors import LinearSegmentedColormap, to_hex  # noqa: E402
+from matplotlib.typing import RcKeyType  # noqa: E402
 
 # Restrained palette shared with the CSS (report.css.j2 uses the same hex values).
 INK = "#1f2933"
@@ -29,7 +30,7 @@ GRID = "#e4e7eb"
 ACCENT = "#2f6fb0"
 BEST = "#c2561a"
 
-_STYLE: dict[str, Any] = {
+_STYLE: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",
     "text.parse_math": False,  # prompt and config names are names, not TeX ($x$ stays $x$)
     "svg.image_inline": True,

@@ -408,7 +408,7 @@ def convert_transcript(tr: Transcript, path: Path) -> list[dict[str, Any]]:
             prompt_messages.add(len(messages) - 1)
         result = e.get("toolUseResult")
         if isinstance(result, dict) and isinstance(result.get("agentId"), str):
-            ids: list[str | None] = _results(e) or [None]
+            ids: list[str] | list[None] = _results(e) or [None]
             sub_agents.append({"agent_id": result["agentId"], "tool_use_id": ids[0], "line": n})
     if not messages:
         fail(where, "", "the main thread has no message content")
