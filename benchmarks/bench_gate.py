@@ -43,7 +43,7 @@ from compaction_eval.tune.ablation import write_variant  # noqa: E402
 
 BASES = ("handoff", "recall_max")
 PLANTED = ("numbers", "artifacts", "attempts", "decisions", "constraints", "next_step")
-GATE_CORPUS = tuple(zip(GATE_TRACES, GATE_LABELS))  # one run per corpus, pooled
+GATE_CORPUS = tuple(zip(GATE_TRACES, GATE_LABELS, strict=True))  # one run per corpus, pooled
 
 
 def fields_of(prompt: str) -> list[str]:

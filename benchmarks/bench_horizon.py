@@ -19,8 +19,8 @@ from inspect_ai.model import get_model
 
 from compaction_eval.contracts.tokens import count_many
 from compaction_eval.horizon.agent import run_loop
-from compaction_eval.horizon.policies.resolve import PolicySpec, make_policy
 from compaction_eval.horizon.policies.notes import NOTES_TOOL, NotesBook
+from compaction_eval.horizon.policies.resolve import PolicySpec, make_policy
 from compaction_eval.horizon.tools import SUBMIT_TOOL, world_tools
 from compaction_eval.horizon.worlds import get_world, world_ids
 

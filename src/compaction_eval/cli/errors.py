@@ -1,8 +1,8 @@
-"""Errors from inspect and the providers as one readable message (the lead uses
+r"""Errors from inspect and the providers as one readable message (the lead uses
 `error_message(exc)` in cli/main.py's catch-all instead of the first line of `str(exc)`).
 
 inspect's PrerequisiteError is written for its rich console: "[bold]ERROR[/bold]: OpenAI API
-requires optional dependencies. Install with:\\n\\n[bold]pip install openai[/bold]". Cut at its
+requires optional dependencies. Install with:\n\n[bold]pip install openai[/bold]". Cut at its
 first line it loses the one thing a user needs, the install command.
 """
 

@@ -21,7 +21,10 @@ import math
 import sys
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from inspect_ai.util import DisplayType  # inspect is imported only when something runs
 
 # inspect's own displays, for `--display`
 DISPLAYS = ["none", "plain", "rich", "full", "conversation"]
@@ -176,7 +179,7 @@ def add_output_args(p: argparse.ArgumentParser, *, display: bool = True, fmt: bo
                        help="inspect's own progress display instead of ours (sent to stderr)")
 
 
-def inspect_display(args: argparse.Namespace) -> str:
+def inspect_display(args: argparse.Namespace) -> DisplayType:
     """The display inspect is given: its own only when asked for, else `none`."""
     if getattr(args, "quiet", False):
         return "none"

@@ -1,6 +1,6 @@
-"""The two input shapes a summariser receives, reduced to (conversation text, instruction).
+r"""The two input shapes a summariser receives, reduced to (conversation text, instruction).
 
-*inline*: one user message holding ``<conversation>\\n...span...\\n</conversation>`` and the
+*inline*: one user message holding ``<conversation>\n...span...\n</conversation>`` and the
 compaction prompt. *messages*: the span as chat messages followed by a last user message
 holding only the prompt. Both become the same conversation text, rendered as::
 
@@ -132,7 +132,8 @@ def parse_conversation(text: str) -> list[Segment]:
     command's observation (`<returncode>...`) is read as a tool result.
     """
     pieces: list[tuple[str, list[str], str]] = []  # (role, lines, tool)
-    role, lines, tool = "user", [], ""
+    role, tool = "user", ""
+    lines: list[str] = []
     for line in text.split("\n"):
         header = _HEADER.match(line)
         call = _TOOL_CALL.match(line) if not header else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -247,7 +248,8 @@ def lint_against_trace(labels: Labels, trace: Trace) -> list[Problem]:
     for i, at in enumerate(labels.points):
         if at > n:
             bad(f"points[{i}].at", f"point {at} is past the end of the trace ({n} messages)")
-    for kind, items in (("facts", labels.facts), ("avoid", labels.avoid)):
+    groups: tuple[tuple[str, Sequence[Fact | AvoidItem]], ...] = (("facts", labels.facts), ("avoid", labels.avoid))
+    for kind, items in groups:
         for i, item in enumerate(items):
             for j, s in enumerate(item.source):
                 if s >= n:

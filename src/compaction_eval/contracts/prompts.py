@@ -17,6 +17,7 @@ Files whose name starts with `_` are partials, not candidates.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -192,7 +193,7 @@ def load_candidate(path: Path | str) -> Candidate:
     return Candidate(meta["name"], str(meta.get("description", "")), tuple(fields), path)
 
 
-def load_candidates(paths: list[Path | str]) -> list[Candidate]:
+def load_candidates(paths: Sequence[Path | str]) -> list[Candidate]:
     """Candidates from files and directories (a directory gives its `*.j2`, partials skipped)."""
     from compaction_eval.contracts.paths import resolve_input
 

@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from compaction_eval.contracts.problems import ContractError, Problem
 
@@ -144,8 +144,15 @@ def run_lock(final: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def request_limits(timeout: int, max_retries: int) -> dict[str, int]:
-    """inspect's limits for `--timeout` seconds per request.
+class RequestLimits(TypedDict):
+    """The keyword arguments `request_limits` gives inspect's `eval()`."""
+
+    attempt_timeout: int
+    timeout: int
+
+
+def request_limits(timeout: int, max_retries: int) -> RequestLimits:
+    """The limits inspect needs for `--timeout` seconds per request.
 
     inspect's `timeout` is the budget of the whole retry loop, checked only between
     attempts, and the SDK is left at its own 600 s per request, so a held request hung far

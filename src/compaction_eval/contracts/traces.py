@@ -219,7 +219,7 @@ def validate_trace(data: Any, where: str) -> list[Problem]:
         if role not in ROLES:
             bad(f"{here}.role", f"role {role!r} is not 'user' or 'assistant'")
         content = msg.get("content")
-        results_here: set[str] = set()
+        results_here: set[object] = set()  # tool_use_id values as found (checked against `pending`)
         if isinstance(content, list):
             for j, block in enumerate(content):
                 bplace = f"{here}.content[{j}]"

@@ -168,15 +168,15 @@ def draft_labels(trace: Trace, at: int, *, max_facts: int = MAX_FACTS) -> dict[s
     # numbers: test counts, most recent first.
     numbers = []
     for i in range(len(texts) - 1, -1, -1):
-        for m in _COUNT.finditer(texts[i]):
-            numbers.append((m.group(0), f"Test run in message {i}: {m.group(0)}.", [m.group(0)], [i]))
+        for hit in _COUNT.finditer(texts[i]):
+            numbers.append((hit.group(0), f"Test run in message {i}: {hit.group(0)}.", [hit.group(0)], [i]))
 
     # Take candidates round-robin so every category is represented before any gets a second.
     pools = [bugs[:3], artifacts, numbers[:2], by_category["constraint"][:3], by_category["decision"][-3:],
              by_category["attempt"][-2:], by_category["next_step"][-2:]]
     names = ["bug", "artifact", "number", "constraint", "decision", "attempt", "next_step"]
     while len(d.facts) < max_facts and any(pools):
-        for name, pool in zip(names, pools):
+        for name, pool in zip(names, pools, strict=True):
             if pool and len(d.facts) < max_facts:
                 hint, text, keys, source = pool.pop(0)
                 d.add(name, hint, text, keys, source)
@@ -192,7 +192,6 @@ def draft_labels(trace: Trace, at: int, *, max_facts: int = MAX_FACTS) -> dict[s
 
 def draft_yaml(trace: Trace, at: int) -> str:
     """The draft as a labels YAML file, with a header saying what to do with it."""
-
     header = (f"# Draft labels for {trace.id} at point {at}, proposed by `compaction-eval labels draft`.\n"
               "# Check every fact against the trace: delete noise, fix the texts, mark 2-4 `critical: true`,\n"
               "# add `avoid` items and what the rules miss, then set labelled_by: human.\n")

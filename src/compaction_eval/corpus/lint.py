@@ -38,7 +38,7 @@ def draft_warnings(paths: list[Path]) -> list[str]:
     `labels draft`, not yet checked by a person). Warnings, not problems: lint still passes."""
     from compaction_eval.contracts.yamlfile import read_yaml_file
 
-    out = []
+    out: list[str] = []
     try:
         files = label_paths(paths)
     except ContractError:

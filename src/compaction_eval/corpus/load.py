@@ -213,12 +213,12 @@ def check_corpus(trace_inputs: Iterable[Path | str], label_inputs: Iterable[Path
         candidates += per_source_limit(chosen, traces, int(limit[1:])) if limit else chosen
     for spec in filter(is_hf, label_inputs):
         try:
-            from_hf, found = read_hf_labels(str(spec))
+            hf_labels, found = read_hf_labels(str(spec))
         except ContractError as exc:
             problems += exc.problems
             continue
         problems += found
-        candidates += from_hf
+        candidates += hf_labels
     labels: dict[str, Labels] = {}
     for lab in candidates:
         if lab.trace in labels:

@@ -337,11 +337,11 @@ def _definite_effects(
     for key in keys:
         cell = cand[(key[0], key[1], prompt)]
         bcell = base[(key[0], key[1], prompt)]
-        weight = {fid: float(f.get("weight", 1.0)) for fid, f in cell.facts.items()}
+        weight = {fid: float(fact.get("weight", 1.0)) for fid, fact in cell.facts.items()}
         total = sum(weight.values())
         cat_total: dict[str, float] = defaultdict(float)
-        for fid, f in cell.facts.items():
-            cat_total[f.get("category", "")] += weight[fid]
+        for fid, fact in cell.facts.items():
+            cat_total[fact.get("category", "")] += weight[fid]
         net: dict[str, float] = defaultdict(float)
         for f in by_sample.get(key, []):
             sign = 1.0 if f.candidate_kept > f.baseline_kept else -1.0
@@ -406,7 +406,7 @@ def compare_runs(
         for cat in CATEGORIES:
             pairs = [
                 (float(np.mean(bc.by_category[cat])), float(np.mean(cc.by_category[cat])))
-                for bc, cc in zip(b_cells, c_cells)
+                for bc, cc in zip(b_cells, c_cells, strict=True)
                 if bc.by_category.get(cat) and cc.by_category.get(cat)
             ]
             if pairs:

@@ -64,8 +64,8 @@ def compare_decay(baseline: dict[str, Any], candidate: dict[str, Any], *, k: int
     for prompt in sorted(set(base) & set(cand)):
         traces = sorted(set(base[prompt]) & set(cand[prompt]))
         at = k or min((min(base[prompt][t]["k"], cand[prompt][t]["k"]) for t in traces), default=0)
-        pairs = [(_survival_at(base[prompt][t], at), _survival_at(cand[prompt][t], at)) for t in traces] if at else []
-        pairs = [(b, c) for b, c in pairs if b is not None and c is not None]
+        survival = [(_survival_at(base[prompt][t], at), _survival_at(cand[prompt][t], at)) for t in traces] if at else []
+        pairs = [(b, c) for b, c in survival if b is not None and c is not None]
         if not pairs:
             continue
         delta = paired_delta([b for b, _ in pairs], [c for _, c in pairs])

@@ -230,7 +230,7 @@ def gate_runs(
 
 
 def declared_fields(results: dict[str, Any]) -> dict[str, list[str]]:
-    """prompt -> the schema fields it declared in a run (prompts without the record are absent)."""
+    """Each prompt -> the schema fields it declared in a run (prompts without the record are absent)."""
     return {p["prompt"]: list(p["fields"]) for p in results.get("prompts", []) if isinstance(p.get("fields"), list)}
 
 
@@ -489,19 +489,19 @@ def format_markdown(result: GateResult, *, fact_text: dict[tuple[str, str], str]
                    f"{'❌ regression' if case.failures else '✅'} |")
 
     prompts = [pc.prompt for pc in cmp.prompts]
-    cats = [c for c in CATEGORIES if any(case.name == c for case in cases)]
+    cats = [c for c in CATEGORIES if any(cr.name == c for cr in cases)]
     if cats:
         out += ["", "### Δ recall by category (points, 95% interval)", "",
                 "| prompt | " + " | ".join(map(_md_escape, cats)) + " |", "|---|" + "---|" * len(cats)]
         for prompt in prompts:
             row = []
             for cat in cats:
-                case = next((c for c in cases if c.prompt == prompt and c.name == cat), None)
-                if case is None or case.delta is None:
+                found = next((c for c in cases if c.prompt == prompt and c.name == cat), None)
+                if found is None or found.delta is None:
                     row.append("–")
                     continue
-                mark = " ❌" if case.failures else ""
-                row.append(f"{_pts(case.delta.delta)} {_ci(case.delta)}{mark}")
+                mark = " ❌" if found.failures else ""
+                row.append(f"{_pts(found.delta.delta)} {_ci(found.delta)}{mark}")
             out.append(f"| {_md_escape(prompt)} | " + " | ".join(row) + " |")
 
     for title, attr in (("Facts lost", "lost"), ("Facts gained", "gained")):
@@ -568,8 +568,8 @@ _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]
 
 
 def _xml_safe(text: str) -> str:
-    """Text that XML 1.0 can hold: characters it forbids (control characters from a prompt
-    name, say) are shown as `\\xNN` instead of making the file unreadable."""
+    r"""Text that XML 1.0 can hold: characters it forbids (control characters from a prompt
+    name, say) are shown as `\xNN` instead of making the file unreadable."""
     return _XML_ILLEGAL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
 
 

@@ -90,7 +90,7 @@ def simulate_cache(requests: list[dict[str, Any]], price: PriceTable, *, seconds
         cumulative: list[int] = []
         running = 0
         fingerprint = 0
-        for k, t in zip(keys, tokens):
+        for k, t in zip(keys, tokens, strict=True):
             # A rolling fingerprint of the prefix: equal prefixes, equal fingerprints.
             fingerprint = hash((fingerprint, k))
             prefix_ids.append(fingerprint)

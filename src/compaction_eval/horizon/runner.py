@@ -6,7 +6,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compaction_eval.contracts.paths import resolve_input
 from compaction_eval.contracts.runfiles import (
@@ -29,6 +29,9 @@ from compaction_eval.horizon.measure import config_summary, sample_record
 from compaction_eval.horizon.policies.registry import ALL_CONFIGS
 from compaction_eval.horizon.prices import PRICES, PriceTable, resolve_price
 from compaction_eval.horizon.worlds import world_ids
+
+if TYPE_CHECKING:
+    from inspect_ai.util import DisplayType  # inspect is imported only when something runs
 
 SCHEMA = "compaction-eval/horizon@1"
 HORIZON_FILE = "horizon.json"
@@ -69,7 +72,7 @@ class HorizonConfig:
     prices: dict[str, PriceTable] = field(default_factory=lambda: dict(PRICES))
     price_model: str | None = None
     seconds_per_request: float = 5.0
-    display: str = "plain"
+    display: DisplayType = "plain"
     max_samples: int | None = None
 
 
@@ -122,7 +125,7 @@ def _run_into(config: HorizonConfig, directory: Path, final: Path) -> dict[str, 
     pricing = resolve_price(config.model, config.prices, config.price_model)
     price = pricing.price
     summaries = []
-    for name, log in zip(config.configs, logs):
+    for name, log in zip(config.configs, logs, strict=True):
         samples = [sample_record(s, price, seconds_per_request=config.seconds_per_request) for s in log.samples or []]
         samples.sort(key=lambda s: s["world"] or "")
         summary = config_summary(name, samples)

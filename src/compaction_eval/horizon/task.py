@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 
@@ -56,7 +58,8 @@ def long_horizon(
     """
     ids = worlds.split(",") if isinstance(worlds, str) else worlds
     dataset = horizon_dataset(ids, size)
-    longest = max(s.metadata["plan_steps"] for s in dataset)
+    # horizon_dataset gives every sample its metadata
+    longest = max(cast(dict[str, Any], s.metadata)["plan_steps"] for s in dataset)
     max_steps = 4 * longest + 8
     return Task(
         dataset=dataset,

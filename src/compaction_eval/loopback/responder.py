@@ -58,7 +58,7 @@ def to_chat_messages(request: dict[str, Any]) -> list[ChatMessage]:
         out.append(ChatMessageSystem(content=system))
     for message in request.get("messages") or []:
         content = message.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+        blocks: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])  # request JSON
         if message.get("role") == "assistant":
             text = "\n".join(b.get("text", "") or b.get("thinking", "") for b in blocks if b.get("type") in ("text", "thinking"))
             calls = [
@@ -165,9 +165,9 @@ def answer(request: dict[str, Any], message_id: str, judge_script: JudgeScript |
         content += [{"type": "tool_use", "id": c.id, "name": c.function, "input": c.arguments} for c in calls]
         stop_reason = "tool_use" if calls else "end_turn"
         output_tokens = count_tokens(json.dumps(content))
-    elif parse_probe(_text(last.get("content"))) is not None:
+    elif (probe := parse_probe(_text(last.get("content")))) is not None:
         # a probe (replay.probes): the offline reader answers from the context it was given
-        text = read_answer(*parse_probe(_text(last.get("content"))))
+        text = read_answer(*probe)
         text = truncate_tokens(text, budget) if count_tokens(text) > budget else text
         content = [{"type": "text", "text": text}]
         stop_reason, output_tokens = "end_turn", count_tokens(text)

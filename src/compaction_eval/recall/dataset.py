@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -10,7 +11,7 @@ from compaction_eval.contracts.prompts import Candidate
 from compaction_eval.corpus.load import load_corpus
 
 
-def recall_samples(traces: list[Path | str], labels: list[Path | str], candidates: list[Candidate]) -> MemoryDataset:
+def recall_samples(traces: Sequence[Path | str], labels: Sequence[Path | str], candidates: list[Candidate]) -> MemoryDataset:
     """Samples for every labelled point of every trace, under every candidate prompt."""
     corpus = load_corpus(traces, labels)
     rows = corpus.to_dataset()

@@ -13,7 +13,7 @@ import sys
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compaction_eval.contracts.paths import resolve_inputs
 from compaction_eval.contracts.problems import ContractError, Problem
@@ -35,6 +35,7 @@ from compaction_eval.contracts.settings import (
     DEFAULT_KEEP_LAST,
     DEFAULT_MODEL,
     DEFAULT_SHAPE,
+    Shape,
     is_stand_in,
 )
 from compaction_eval.corpus.hf import absolute as hf_absolute
@@ -46,6 +47,9 @@ from compaction_eval.recall.aggregate import summarise_prompts, uncertain_count
 from compaction_eval.recall.scorer import VERDICTS_KEY
 from compaction_eval.recall.solver import STORE_KEY
 from compaction_eval.recall.stability import stability_summary
+
+if TYPE_CHECKING:
+    from inspect_ai.util import DisplayType  # inspect is imported only when something runs
 
 # Providers that are deterministic stand-ins, not LLMs: their results say so everywhere.
 
@@ -81,14 +85,14 @@ class RecallConfig:
     model: str = DEFAULT_MODEL
     budget: int = DEFAULT_BUDGET
     keep_last: int = DEFAULT_KEEP_LAST
-    shape: str = DEFAULT_SHAPE
+    shape: Shape = DEFAULT_SHAPE
     focus: str | None = None
     judge_model: str | None = None
     epochs: int = 1
     max_connections: int = 8
     max_retries: int = 4
     timeout: int = 120
-    display: str = "none"
+    display: DisplayType = "none"
     model_args: dict[str, Any] = field(default_factory=dict)
     batch: bool = False
     redact: bool = False
@@ -283,8 +287,8 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
     # results.json records where the inputs were read (absolute: a report renders from any
     # directory) and the paths as given (found again when a run directory is moved).
     given = {kind: [str(p) for p in getattr(config, kind)] for kind in ("traces", "labels", "prompts")}
-    config = replace(config, **{kind: [hf_absolute(p) if is_hf(p) else str(p.resolve()) for p in _resolve(paths, kind)]
-                                    for kind, paths in given.items()})
+    resolved = {kind: [hf_absolute(p) if is_hf(p) else str(p.resolve()) for p in _resolve(paths, kind)] for kind, paths in given.items()}
+    config = replace(config, traces=resolved["traces"], labels=resolved["labels"], prompts=resolved["prompts"])
     corpus = load_corpus(config.traces, config.labels)
     from_hf = any(map(is_hf, [*config.traces, *config.labels]))
     if from_hf and config.redact:
@@ -307,7 +311,9 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
         resumed = clear_interrupted(out_dir, keep=stage)
         if resumed:
             print(f"note: resuming {out_dir.name}: cleared {len(resumed)} interrupted attempt(s); finished model calls come from the cache", file=sys.stderr)
-        traces, labels, redactions, dropped = config.traces, config.labels, {}, []
+        traces, labels = config.traces, config.labels
+        redactions: dict[str, int] = {}
+        dropped: list[str] = []
         if from_hf:
             traces, labels = _hf_files(corpus, stage)
         focus = config.focus

@@ -210,7 +210,7 @@ def _fact_verdict(
     fact: Fact, row: int, text: SummaryText, index: SemanticIndex, judged: dict[str, JudgeVerdict] | None
 ) -> tuple[FactVerdict, list[str]]:
     """The verdict on one fact and its missing keys (for near-miss detection)."""
-    base = dict(id=fact.id, category=fact.category, weight=fact.weight, critical=fact.critical)
+    base: dict[str, Any] = {"id": fact.id, "category": fact.category, "weight": fact.weight, "critical": fact.critical}
     cal = default_calibration()
     if fact.category in EXACT_CATEGORIES:
         # exact categories stay exact: the literal rule decides, calibration adds the probability

@@ -146,7 +146,7 @@ async def _replay_all(config: ReplayRunConfig, corpus: Any, model: Any) -> list[
     price = resolve_price(config.model, price_model=config.price_model).price  # None: unknown, costs null
     jobs = [(p, w, tid) for p in config.policies for w in config.windows for tid in _trace_ids(config, corpus)]
     results = await asyncio.gather(*[replay_trace(corpus.traces[t], corpus.labels[t], p, w, model, settings, price) for p, w, t in jobs])
-    return [(p, w, r) for (p, w, _), r in zip(jobs, results)]
+    return [(p, w, r) for (p, w, _), r in zip(jobs, results, strict=True)]
 
 
 # ------------------------------------------------------------------------------- decay
@@ -338,8 +338,8 @@ def run_modes(config: ReplayRunConfig, out_dir: Path, modes: tuple[str, ...] = M
     from compaction_eval.contracts.paths import resolve_inputs
 
     # default names (`prompts`, `fixtures/traces`, ...) mean the project's or the package's data
-    config = replace(config, **{kind: [str(p) for p in resolve_inputs(getattr(config, kind), kind)]
-                                for kind in ("traces", "labels", "prompts")})
+    resolved = {kind: [str(p) for p in resolve_inputs(getattr(config, kind), kind)] for kind in ("traces", "labels", "prompts")}
+    config = replace(config, traces=resolved["traces"], labels=resolved["labels"], prompts=resolved["prompts"])
     out_dir = Path(out_dir)
     if existing:
         if not out_dir.is_dir():
@@ -363,7 +363,7 @@ def _config_json(config: ReplayRunConfig) -> dict[str, Any]:
     return asdict(config)
 
 
-SMALL = {"policies": ["baseline", "eviction", "full"], "windows": [12000], "k": 5, "max_traces": 2}
+SMALL: dict[str, Any] = {"policies": ["baseline", "eviction", "full"], "windows": [12000], "k": 5, "max_traces": 2}
 
 
 def run_small(run_dir: Path, *, traces: list[str], labels: list[str], prompts: list[str], model: str = "extractive/default",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from markupsafe import Markup, escape
 
@@ -100,7 +101,7 @@ def mark_text(text: str, spans: Iterable[tuple[int, int, str, str]]) -> Markup:
         return escape(text)
     cuts = sorted({0, len(text), *(s[0] for s in spans), *(s[1] for s in spans)})
     out: list[str] = []
-    for a, b in zip(cuts, cuts[1:]):
+    for a, b in pairwise(cuts):
         piece = escape(text[a:b])
         covering = [s for s in spans if s[0] <= a and b <= s[1]]
         if not covering:

@@ -12,13 +12,16 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")  # before pyplot: no display, no GUI toolkit
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.colors import LinearSegmentedColormap, to_hex  # noqa: E402
+from matplotlib.typing import RcKeyType  # noqa: E402
 
 # Restrained palette shared with the CSS (report.css.j2 uses the same hex values).
 INK = "#1f2933"
@@ -27,7 +30,7 @@ GRID = "#e4e7eb"
 ACCENT = "#2f6fb0"
 BEST = "#c2561a"
 
-_STYLE = {
+_STYLE: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",
     "text.parse_math": False,  # prompt and config names are names, not TeX ($x$ stays $x$)
     "svg.image_inline": True,
@@ -166,7 +169,9 @@ _OFFSETS = [(7, 6, "left"), (7, -15, "left"), (-7, 6, "right"), (-7, -15, "right
 def _place_labels(fig: plt.Figure, ax: plt.Axes, points: Sequence[Point], best: str | None) -> None:
     """Name each point where its label overlaps no earlier label and no marker (greedy; the
     best prompt first, so it gets the plainest place)."""
-    renderer = fig.canvas.get_renderer()
+    canvas = fig.canvas
+    assert isinstance(canvas, FigureCanvasAgg)  # matplotlib.use("Agg") above
+    renderer = canvas.get_renderer()
     taken = []
     for p in points:  # the markers themselves
         x, y = ax.transData.transform((p.recall, p.precision))
@@ -192,7 +197,7 @@ def interval_svg(rows: Sequence[tuple[str, float, tuple[float, float]]], *, xlab
     """A dot-and-interval chart: one row per (label, value, (lo, hi)), values in [0, 1]."""
     with plt.rc_context(_STYLE):
         fig, ax = plt.subplots(figsize=(11.8, 0.6 + 0.42 * max(1, len(rows))))
-        for i, (label, value, (lo, hi)) in enumerate(rows):
+        for i, (_label, value, (lo, hi)) in enumerate(rows):
             y = len(rows) - 1 - i
             # not clipped at the axes: a completion of exactly 0 or 1 is a whole dot
             ax.plot([lo, hi], [y, y], color=ACCENT, lw=2.2, solid_capstyle="round", clip_on=False)
@@ -238,10 +243,10 @@ def stacked_bars_svg(rows: Sequence[tuple[str, Sequence[float]]], parts: Sequenc
     `parts` [(name, colour)]; the total is printed at each bar's end."""
     with plt.rc_context(_STYLE):
         fig, ax = plt.subplots(figsize=(11.8, 0.9 + 0.42 * max(1, len(rows))))
-        for i, (label, values) in enumerate(rows):
+        for i, (_label, values) in enumerate(rows):
             y = len(rows) - 1 - i
             left = 0.0
-            for (name, colour), v in zip(parts, values):
+            for (name, colour), v in zip(parts, values, strict=True):
                 ax.barh(y, v, left=left, color=colour, height=0.62, label=name if i == 0 else None)
                 left += v
             ax.annotate(f"${left:,.2f}", (left, y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=9, color=INK)

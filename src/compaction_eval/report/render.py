@@ -199,7 +199,7 @@ def _redact_sources(found: SourceCorpus) -> None:
     found.traces = {tid: trace_from_json(redact_json(t.to_json()), t.path) for tid, t in found.traces.items()}
 
     def fact(f: Any) -> Any:
-        changes = {"text": redact_text(f.text), "keys": tuple(redact_text(k) for k in f.keys)}
+        changes: dict[str, Any] = {"text": redact_text(f.text), "keys": tuple(redact_text(k) for k in f.keys)}
         if hasattr(f, "alt_keys"):
             changes["alt_keys"] = tuple(tuple(redact_text(k) for k in ks) for ks in f.alt_keys)
         return dataclasses.replace(f, **changes)
@@ -261,7 +261,7 @@ def _losses(results: dict[str, Any], prompt: str) -> list[dict[str, Any]]:
         for f in s["facts"]:
             expected[f["category"]] += 1
             lost[f["category"]] += not f["kept"]
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"category": c, "label": CATEGORY_LABELS.get(c, c), "lost": lost[c], "expected": expected[c]}
         for c in expected
     ]
@@ -275,8 +275,8 @@ def _runner_up_delta(results: dict[str, Any], best: str, second: str) -> Any:
     for s in results.get("samples", []):
         rec[(s["trace"], int(s["point"]), s["prompt"])].append(float(s["recall"]))
     keys = sorted({(t, p) for t, p, _ in rec})
-    pairs = [(k, (k[0], k[1], best), (k[0], k[1], second)) for k in keys]
-    pairs = [(rec[b], rec[c]) for _, b, c in pairs if b in rec and c in rec]
+    triples = [(k, (k[0], k[1], best), (k[0], k[1], second)) for k in keys]
+    pairs = [(rec[b], rec[c]) for _, b, c in triples if b in rec and c in rec]
     return paired_delta([sum(c) / len(c) for _, c in pairs], [sum(b) / len(b) for b, _ in pairs])
 
 
@@ -354,7 +354,7 @@ def _drilldown(results: dict[str, Any], prompts: list[str], corpus: SourceCorpus
                 for idx in seen:
                     msg = tr.messages[idx]
                     sources.append({"index": idx, "role": msg.get("role", ""), "excerpt": source_excerpt(tr.texts[idx], keys)})
-            verdicts = []
+            verdicts: list[dict[str, Any]] = []
             for p in shown:
                 v = next((x for x in by_prompt[p]["facts"] if x["id"] == f["id"]), None)
                 verdicts.append({"prompt": p, "v": v})
@@ -490,7 +490,7 @@ def _horizon_view(horizon: dict[str, Any]) -> dict[str, Any]:
             if s.get("world") not in worlds:
                 worlds.append(s.get("world"))
     for c in configs:
-        done = {}
+        done: dict[Any, list[bool]] = {}  # world (as recorded) -> completed per sample
         for s in c.get("samples", []):
             done.setdefault(s.get("world"), []).append(bool(s.get("completed")))
         extra = {k: v for k, v in c.items() if k not in HORIZON_DRAWN and isinstance(v, (int, float)) and not isinstance(v, bool)}

@@ -19,16 +19,16 @@ def tune_svg(frontier: list[dict[str, Any]], recommended: int) -> str:
             ys = [p.get(key) for p in frontier]
             if all(y is None for y in ys):
                 continue
-            pts = [(x, y) for x, y in zip(xs, ys) if y is not None]
+            pts = [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None]
             ax.plot([x for x, _ in pts], [y for _, y in pts], marker=marker, color=colour, lw=1.8, label=label)
             ci_key = f"{key}_ci"
-            for p, x in zip(frontier, xs):
+            for p, x in zip(frontier, xs, strict=True):
                 if p.get(ci_key):
                     ax.plot([x, x], p[ci_key], color=colour, alpha=0.35, lw=5, solid_capstyle="round")
             rec = frontier[recommended].get(key)
             if rec is not None:
                 ax.plot([xs[recommended]], [rec], "o", ms=16, mfc="none", mec="#c0392b", mew=2)
-        for p, x in zip(frontier, xs):
+        for p, x in zip(frontier, xs, strict=True):
             if p.get("removed"):
                 ax.annotate(f"-{p['removed']}", (x, 0.02), ha="center", fontsize=8, color=plots.MUTED)
         ax.set_xlim(max(xs) + 0.5, min(xs) - 0.5)

@@ -56,10 +56,10 @@ class ExtractiveSummariser(LocalModelAPI):
         model_name: str,
         base_url: str | None = None,
         api_key: str | None = None,
-        config: GenerateConfig = GenerateConfig(),
+        config: GenerateConfig | None = None,
         **model_args: Any,
     ) -> None:
-        super().__init__(model_name, base_url, api_key, [], config)
+        super().__init__(model_name, base_url, api_key, [], GenerateConfig() if config is None else config)
         if model_name not in VARIANTS:
             raise ValueError(
                 f"unknown extractive variant {model_name!r}: use one of {', '.join('extractive/' + v for v in VARIANTS)}"

@@ -57,8 +57,8 @@ class ScriptedAgent(LocalModelAPI):
     """Offline scripted agent (see module docstring). No model args."""
 
     def __init__(self, model_name: str, base_url: str | None = None, api_key: str | None = None,
-                 config: GenerateConfig = GenerateConfig(), **model_args: Any) -> None:
-        super().__init__(model_name, base_url, api_key, [], config)
+                 config: GenerateConfig | None = None, **model_args: Any) -> None:
+        super().__init__(model_name, base_url, api_key, [], GenerateConfig() if config is None else config)
         if model_name not in VARIANTS:
             raise ValueError(f"unknown scripted variant {model_name!r}: use scripted/default")
         if model_args:
@@ -72,6 +72,7 @@ class ScriptedAgent(LocalModelAPI):
     async def generate(self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice,
                        config: GenerateConfig) -> ModelOutput:
         world = _world_from_tools(tools)
+        calls: list[ToolCall]
         if world is None:
             text, calls = "I have no workspace tools: nothing to do.", []
         else:

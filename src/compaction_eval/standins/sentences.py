@@ -449,7 +449,7 @@ def _finish(drafts: list[_Draft], stale: list[bool], n_segments: int, max_unit_t
     counts = count_many([d.text for d in drafts])
     units: list[Unit] = []
     span = max(1, n_segments - 1)
-    for i, (d, tokens, plan) in enumerate(zip(drafts, counts, stale)):
+    for i, (d, tokens, plan) in enumerate(zip(drafts, counts, stale, strict=True)):
         text, cut = d.text, False
         if tokens > max_unit_tokens:
             text = cut_text(text, max_unit_tokens)

@@ -86,7 +86,8 @@ _PROFILES = ("uniform", "front", "back", "middle")
 
 
 def _large_specs() -> tuple[Spec, ...]:
-    specs, counts = [], {}
+    specs: list[Spec] = []
+    counts: dict[str, int] = {}
     for k, size in enumerate(_SIZES):
         family, build, variant = _STORIES[k % len(_STORIES)]
         counts[family] = counts.get(family, 0) + 1

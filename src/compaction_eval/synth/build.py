@@ -226,6 +226,8 @@ class TraceBuilder:
             raise SynthError(f"unknown tool {tool!r}")
         self._expect_role("assistant")
         if self.padding is not None:
+            # __init__ refuses padding without a vocab and makes the filler rng with the padding
+            assert self._filler_rng is not None and self.vocab is not None
             for size in self.padding.before_call(self._n_calls):
                 self._append_call(*filler(self._filler_rng, self.vocab, size, self._reads), is_error=False)
         self._n_calls += 1

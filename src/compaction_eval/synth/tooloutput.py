@@ -394,7 +394,7 @@ def synthetic_hits(
         raise ValueError("need at least one hit per file")
     counts = split_total(rng, total, len(files), minimum=1)
     hits: list[tuple[str, int, str]] = []
-    for path, count in zip(files, counts):
+    for path, count in zip(files, counts, strict=True):
         free = [n for n in range(3, 420) if (path, n) not in taken]
         linenos = sorted(rng.sample(free, k=count))
         taken.update((path, n) for n in linenos)
@@ -424,7 +424,7 @@ def search(
     n_other: int = 0,
     templates: Callable[[], Sequence[str]] | None = None,
 ) -> str:
-    """grep output: real hits in `known` files plus `n_other` made-up hits in `others`, sorted."""
+    """Grep output: real hits in `known` files plus `n_other` made-up hits in `others`, sorted."""
     hits = real_hits(regex, known)
     if others and n_other:
         hits += synthetic_hits(rng, others, n_other, templates or (lambda: [regex]))
@@ -437,7 +437,7 @@ def split_total(rng: random.Random, total: int, parts: int, minimum: int = 0) ->
     if rest < 0:
         raise ValueError("total too small")
     cuts = sorted(rng.randint(0, rest) for _ in range(parts - 1))
-    sizes = [b - a for a, b in zip([0, *cuts], [*cuts, rest])]
+    sizes = [b - a for a, b in zip([0, *cuts], [*cuts, rest], strict=True)]
     return [minimum + s for s in sizes]
 
 
@@ -508,7 +508,7 @@ def short_summary(failures: Sequence[tuple[str, str]]) -> str:
 
 
 def traceback_frames(frames: Sequence[tuple[str, int, str, str]], error: str) -> str:
-    """pytest's `--tb=short`-style frames (path, line, function, code) ending in `E   error`."""
+    """Pytest's `--tb=short`-style frames (path, line, function, code) ending in `E   error`."""
     out: list[str] = []
     for path, n, func, code in frames:
         out += [f"{path}:{n}: in {func}", f"    {code.strip()}"]
@@ -580,7 +580,7 @@ def sql_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     cells = [[str(c) for c in columns]] + [[str(v) for v in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
     fmt = lambda r: " " + " | ".join(v.rjust(w) if v.replace(",", "").replace(".", "").isdigit() else v.ljust(w)
-                                     for v, w in zip(r, widths))
+                                     for v, w in zip(r, widths, strict=True))
     out = [fmt(cells[0]), "-" + "-+-".join("-" * w for w in widths) + "-"]
     out += [fmt(r) for r in cells[1:]]
     out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")

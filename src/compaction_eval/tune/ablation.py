@@ -33,6 +33,7 @@ from compaction_eval.contracts.settings import (
     DEFAULT_HORIZON_BUDGET,
     DEFAULT_KEEP_LAST,
     DEFAULT_MODEL,
+    Shape,
     is_stand_in,
 )
 
@@ -140,11 +141,12 @@ def write_variant(candidate: Candidate, fields: tuple[str, ...], directory: Path
     path.write_text(reduced_template(candidate, fields, name), encoding="utf-8")
     reduced = load_candidate(path)
     original = Candidate(candidate.name, candidate.description, candidate.fields, candidate.path, fields)
-    probe = dict(budget=500, span="SPAN", focus="FOCUS")
+    probe: dict[str, Any] = {"budget": 500, "span": "SPAN", "focus": "FOCUS"}
     if reduced.render(**probe) != original.render(**probe):
         # keep every block: the header alone turns the removed fields off
         text = candidate.path.read_text(encoding="utf-8")
         header = re.match(r"^\{#-?\s*\n(.*?)\n\s*-?#\}", text, re.S)
+        assert header is not None  # a Candidate was loaded through this header (contracts.prompts._HEADER)
         head = re.sub(r"(?m)^name:.*$", f"name: {name}", header.group(1), count=1)
         head = re.sub(r"(?m)^fields:.*$", f"fields: [{', '.join(fields)}]", head, count=1)
         path.write_text(text[: header.start(1)] + head + text[header.end(1):], encoding="utf-8")
@@ -176,7 +178,7 @@ class TuneConfig:
     model: str = DEFAULT_MODEL
     budget: int = DEFAULT_BUDGET
     keep_last: int = DEFAULT_KEEP_LAST
-    shape: str = "inline"
+    shape: Shape = "inline"
     worlds: list[str] | None = None
     size: str = "small"
     agent: str = DEFAULT_AGENT
@@ -208,7 +210,7 @@ def _measure_completion(config: TuneConfig, names: list[str], prompts_dir: Path,
                         display="none", max_tasks=1, fail_on_error=True, score_display=False)
     _, price = price_for(config.agent, dict(PRICES))
     out = {}
-    for name, log in zip(names, logs):
+    for name, log in zip(names, logs, strict=True):
         if log.status != "success":
             raise RuntimeError(f"long-horizon run for {name} failed: {log.error.message if log.error else log.status}")
         summary = config_summary("full", [sample_record(s, price, seconds_per_request=5.0) for s in log.samples or []])

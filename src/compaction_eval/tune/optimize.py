@@ -27,6 +27,7 @@ from typing import Any
 
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import Candidate, load_candidate, load_candidates
+from compaction_eval.contracts.settings import Shape
 from compaction_eval.tune.suggest import (
     CAUSES,
     MAX_EXAMPLES,
@@ -68,7 +69,7 @@ class OptimizeConfig:
     model: str = "extractive/default"
     budget: int = 800
     keep_last: int = 4
-    shape: str = "inline"
+    shape: Shape = "inline"
     others: list[str] = field(default_factory=list)
     tolerance: float = 0.02
     category_tolerance: float = 0.05
@@ -347,6 +348,7 @@ def optimize(config: OptimizeConfig, *, out_prompt: Path | None = None, log=lamb
         improves = t_recall is not None and tune_cur is not None and t_recall > tune_cur + 1e-9
         accepted = improves and gate.exit_code == 0
         if accepted:
+            assert t_recall is not None and tune_cur is not None  # accepted implies improves
             why = f"tune recall {100 * tune_cur:.1f}% -> {100 * t_recall:.1f}%, held-out gate passes"
         elif not improves:
             why = f"tune recall does not improve ({100 * (tune_cur or 0):.1f}% -> {100 * (t_recall or 0):.1f}%)"

@@ -248,7 +248,7 @@ def _add_field(text: str, category: str, fieldname: str) -> str:
         lead = "\n" if body.startswith("\n") else ""
         numbered = [int(m.group(1)) for b in blocks if (m := re.match(r"\s*(\d{1,2})\.\s", b.group("body")))]
         if shown.startswith("#"):
-            level = re.match(r"(#+)", shown).group(1)
+            level = shown[: len(shown) - len(shown.lstrip("#"))]  # the leading #s
             inner = f"{lead}\n{level} {title}\n{sentence}" if body.startswith("\n\n") else f"{lead}{level} {title}\n{sentence}"
         elif shown.startswith("- "):
             inner = f"{lead}- {sentence}"
@@ -381,10 +381,10 @@ def suggest_prompt(
     # 3. distortions of exact categories
     for cat in EXACT_CATEGORIES:
         lost = by("distorted", cat)
-        name = field_for(cat, fields)
-        if lost and name and f"exact_copies:{name}" not in skip:
-            new = _exact_copies(text, name) if allowed("exact_copies", name) else text
-            edits.append(Edit("exact_copies", cat, name, f"ask for exact copies in `{name}`",
+        field_name = field_for(cat, fields)
+        if lost and field_name and f"exact_copies:{field_name}" not in skip:
+            new = _exact_copies(text, field_name) if allowed("exact_copies", field_name) else text
+            edits.append(Edit("exact_copies", cat, field_name, f"ask for exact copies in `{field_name}`",
                               f"{len(lost)} {cat} fact(s) distorted in the summary", _examples(lost), applied=new != text))
             text = new
     # 4. a full budget

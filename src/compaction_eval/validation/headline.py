@@ -35,7 +35,7 @@ Row = tuple[str, str, str, str, bool, bool, bool]
 
 
 def _k(rows: Sequence[Row], col: int) -> float | None:
-    return kappa([r[4] for r in rows], [r[col] for r in rows])
+    return kappa([r[4] for r in rows], [bool(r[col]) for r in rows])  # col: one of the bool columns
 
 
 def _r(x: float | None) -> float | None:
@@ -57,7 +57,7 @@ def _cell(rows: Sequence[Row]) -> dict[str, Any]:
 
 def _by(rows: Sequence[Row], col: int, order: Sequence[str] = ()) -> dict[str, Any]:
     names = [x for x in order if any(r[col] == x for r in rows)]
-    names += sorted({r[col] for r in rows} - set(names))
+    names += sorted({str(r[col]) for r in rows} - set(names))  # col: one of the str columns
     return {x: _cell([r for r in rows if r[col] == x]) for x in names}
 
 

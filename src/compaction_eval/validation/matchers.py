@@ -308,7 +308,7 @@ def collect_items(gold: Sequence[GoldFile], judged: dict[tuple[str, str], dict] 
                 item.predicted["default"], item.evidence["default"] = a.present, a.evidence
                 items.append(item)
             flags = relevant_unit_flags(text, index, facts)
-            for u, (unit, flag) in enumerate(zip(text.units, flags)):
+            for u, (unit, flag) in enumerate(zip(text.units, flags, strict=True)):
                 relevant = not any(sub in unit for sub in s.irrelevant)
                 item = Item("unit", gf.trace, s.id, s.style, s.split, f"unit-{u}", "unit", relevant, unit[:80],
                             source=gf.source)

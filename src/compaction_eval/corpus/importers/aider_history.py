@@ -203,17 +203,17 @@ def convert_file(path: Path) -> list[dict[str, Any]]:
         flags = _context_flags(prompt)
         added: list[int] = []
         if k == 0:
-            for m, is_context in zip(prompt[1:], flags[1:]):
+            for m, is_context in zip(prompt[1:], flags[1:], strict=True):
                 if is_context:
                     if m["role"] == "system":
                         fail(where, f"line {m['line']}", "a system message after the first one is not supported")
                     added.append(add(m["role"], m["text"]))
         else:
-            for m, is_context in zip(prompt[1:], flags[1:]):
+            for m, is_context in zip(prompt[1:], flags[1:], strict=True):
                 if is_context:
                     context_left_out["messages"] += 1
                     context_left_out["chars"] += len(m["text"])
-        chat = [m for m, is_context in zip(prompt, flags) if not is_context]
+        chat = [m for m, is_context in zip(prompt, flags, strict=True) if not is_context]
         if not chat or chat[-1]["role"] != "user":
             fail(where, place, "the prompt does not end with a user message")
         *history, last = chat

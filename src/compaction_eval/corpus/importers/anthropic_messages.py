@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from compaction_eval.corpus.importers.common import fail, file_stem, finish, safe_id
+from compaction_eval.corpus.importers.common import as_dict, fail, file_stem, finish, safe_id
 
 NAME = "anthropic"
 
@@ -49,7 +49,7 @@ def convert(data: Any, path: Path) -> list[dict[str, Any]]:
         system = "\n\n".join(b["text"] for b in system)
     elif system is None:
         system = ""
-    source = data.get("source") if isinstance(data.get("source"), dict) else {"kind": NAME, "path": path.name}
+    source: dict[str, Any] = given if isinstance(given := data.get("source"), dict) else {"kind": NAME, "path": path.name}
     return [
         finish(
             trace_id=safe_id(data.get("id") or file_stem(path), where, "id"),
@@ -57,7 +57,7 @@ def convert(data: Any, path: Path) -> list[dict[str, Any]]:
             system=system,
             tools=data.get("tools") or [],
             messages=data["messages"],
-            metadata=data.get("metadata") if isinstance(data.get("metadata"), dict) else {},
+            metadata=as_dict(data.get("metadata")),
             where=where,
         )
     ]

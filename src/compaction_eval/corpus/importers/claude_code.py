@@ -159,11 +159,11 @@ def _find_skipped(skipped: list[_Skipped], uuid: str, before: int, used: set[int
     return (near[-1], "position") if near else None
 
 
-def _spine(events: list[Event], skipped: list[_Skipped], leaf: Event, where: str) -> tuple[dict[str, int], list[dict[str, Any]]]:
-    """uuid -> line of every event on the chain from `leaf` back to the root, and the bridges
+def _spine(events: list[Event], skipped: list[_Skipped], leaf: Event, where: str) -> tuple[dict[Any, int], list[dict[str, Any]]]:
+    """Map of uuid -> line of every event on the chain from `leaf` back to the root, and the bridges
     taken through skipped lines."""
     by_uuid = {e["uuid"]: (n, e) for n, e in events if isinstance(e.get("uuid"), str)}
-    spine: dict[str, int] = {}
+    spine: dict[Any, int] = {}  # uuids as found: the leaf's is not checked to be a string
     bridges: list[dict[str, Any]] = []
     used: set[int] = set()
     node: Event | None = leaf
@@ -203,11 +203,11 @@ def _results(event: dict[str, Any]) -> list[str] | None:
     return [b.get("tool_use_id") for b in content]
 
 
-def _uses(event: dict[str, Any]) -> list[str]:
+def _uses(event: dict[str, Any]) -> list[Any]:
     content = event.get("message", {}).get("content")
     if not isinstance(content, list):
         return []
-    return [b.get("id") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+    return [b.get("id") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]  # ids as found
 
 
 def _attach(tr: Transcript, mine: list[Event], leaf: Event, where: str) -> tuple[list[Event], list[dict[str, Any]]]:
@@ -335,7 +335,7 @@ def _blocks(content: Any, where: str, place: str, counts: Counter[str]) -> list[
         return [{"type": "text", "text": content}] if content else []
     if not isinstance(content, list):
         fail(where, place, "message.content must be a string or a list of blocks")
-    out = []
+    out: list[dict[str, Any]] = []
     for b in content:
         if not isinstance(b, dict):
             fail(where, place, "a content block must be an object")
@@ -408,7 +408,7 @@ def convert_transcript(tr: Transcript, path: Path) -> list[dict[str, Any]]:
             prompt_messages.add(len(messages) - 1)
         result = e.get("toolUseResult")
         if isinstance(result, dict) and isinstance(result.get("agentId"), str):
-            ids = _results(e) or [None]
+            ids: list[str] | list[None] = _results(e) or [None]
             sub_agents.append({"agent_id": result["agentId"], "tool_use_id": ids[0], "line": n})
     if not messages:
         fail(where, "", "the main thread has no message content")

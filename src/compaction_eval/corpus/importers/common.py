@@ -49,6 +49,11 @@ def unique_id(raw: str, used: set[str]) -> str:
     return out
 
 
+def as_dict(value: Any) -> dict[str, Any]:
+    """`value` when it is a JSON object, else an empty one (optional sections of a log)."""
+    return value if isinstance(value, dict) else {}
+
+
 def file_stem(path: Path) -> str:
     """The file name without `.traj.json(.gz)` style suffixes: the fallback trace id."""
     name = path.name

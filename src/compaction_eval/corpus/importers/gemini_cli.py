@@ -150,7 +150,7 @@ def convert(data: Any, path: Path) -> list[dict[str, Any]]:
             cplace = f"{place}.toolCalls[{c}]"
             if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not call["name"]:
                 fail(where, cplace, "tool call without a name")
-            raw_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else f"call_{i}_{c}"
+            raw_id = cid if isinstance(cid := call.get("id"), str) and cid else f"call_{i}_{c}"
             tool_id = unique_id(raw_id, used_ids)
             args = call.get("args")
             blocks.append({"type": "tool_use", "id": tool_id, "name": call["name"],

@@ -44,6 +44,16 @@ def _text(content: Any) -> str:
     return "\n".join(b.get("text", "") for b in _content_blocks(content) if b["type"] == "text")
 
 
+def _push(messages: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
+    """Append `blocks` as a turn of `role`, merged into the last turn when it has that role."""
+    if not blocks:
+        return
+    if messages and messages[-1]["role"] == role:
+        messages[-1]["content"].extend(blocks)
+    else:
+        messages.append({"role": role, "content": blocks})
+
+
 def convert_file(path: Path) -> list[dict[str, Any]]:
     """Every sample of one eval log, as traces."""
     where = str(path)
@@ -66,41 +76,32 @@ def convert_file(path: Path) -> list[dict[str, Any]]:
         place = f"samples[{k}]"
         system: list[str] = []
         messages: list[dict[str, Any]] = []
-
-        def push(role: str, blocks: list[dict[str, Any]]) -> None:
-            if not blocks:
-                return
-            if messages and messages[-1]["role"] == role:
-                messages[-1]["content"].extend(blocks)
-            else:
-                messages.append({"role": role, "content": blocks})
-
         for j, m in enumerate(sample.messages):
-            role = m.role
-            if role == "system":
+            # m.role (not a copy of it) narrows the message type in each branch
+            if m.role == "system":
                 system.append(_text(m.content))
-            elif role == "user":
-                push("user", _content_blocks(m.content))
-            elif role == "assistant":
+            elif m.role == "user":
+                _push(messages, "user", _content_blocks(m.content))
+            elif m.role == "assistant":
                 blocks = _content_blocks(m.content)
                 for call in m.tool_calls or []:
                     args = call.arguments if isinstance(call.arguments, dict) else {"arguments": call.arguments}
                     blocks.append({"type": "tool_use", "id": call.id, "name": call.function, "input": args})
-                push("assistant", blocks)
-            elif role == "tool":
+                _push(messages, "assistant", blocks)
+            elif m.role == "tool":
                 if not messages or messages[-1]["role"] == "user" and not any(
                         b["type"] == "tool_result" for b in messages[-1]["content"]):
                     fail(where, f"{place}.messages[{j}]", "tool message without a preceding assistant tool call")
                 text = _text(m.content)
                 if m.error is not None:
                     text = (text + "\n" if text else "") + f"{m.error.type}: {m.error.message}"
-                push("user", [{"type": "tool_result", "tool_use_id": m.tool_call_id, "content": text,
-                               "is_error": m.error is not None}])
+                _push(messages, "user", [{"type": "tool_result", "tool_use_id": m.tool_call_id, "content": text,
+                                         "is_error": m.error is not None}])
             else:
-                fail(where, f"{place}.messages[{j}].role", f"unknown role {role!r}")
-        for m in messages:  # tool results first in a user turn, as the API orders them
-            if m["role"] == "user":
-                m["content"].sort(key=lambda b: b["type"] != "tool_result")
+                fail(where, f"{place}.messages[{j}].role", f"unknown role {m.role!r}")
+        for msg in messages:  # tool results first in a user turn, as the API orders them
+            if msg["role"] == "user":
+                msg["content"].sort(key=lambda b: b["type"] != "tool_result")
         if not messages:
             fail(where, place, "the sample has no user or assistant messages")
         tid = f"{task}-{sample.id}" + (f"-e{sample.epoch}" if many_epochs else "")

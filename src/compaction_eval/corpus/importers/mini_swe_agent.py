@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from compaction_eval.corpus.importers.common import fail, file_stem, finish, safe_id
+from compaction_eval.corpus.importers.common import as_dict, fail, file_stem, finish, safe_id
 
 NAME = "mini-swe-agent"
 ROLES = {"user", "assistant"}
@@ -64,7 +64,7 @@ def convert(data: Any, path: Path) -> list[dict[str, Any]]:
     if not messages:
         fail(where, "messages", "no messages after the system prompt")
 
-    info = data.get("info") if isinstance(data.get("info"), dict) else {}
+    info = as_dict(data.get("info"))
     instance_id = data.get("instance_id")
     trace_id = safe_id(instance_id or file_stem(path), where, "instance_id")
     metadata: dict[str, Any] = {

@@ -70,6 +70,7 @@ def convert(data: Any, path: Path) -> list[dict[str, Any]]:
     """
     where = str(path)
     # (place prefix of the sample, place prefix of its messages, position in the file, sample)
+    samples: list[tuple[str, str, int | None, Any]]
     if isinstance(data, list) and data and all(isinstance(s, dict) and "messages" in s for s in data):
         samples = [(f"[{k}].", f"[{k}].messages", k, s) for k, s in enumerate(data)]
     elif isinstance(data, dict) and "messages" in data:

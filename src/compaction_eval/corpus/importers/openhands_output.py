@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from compaction_eval.contracts.traces import block_text
-from compaction_eval.corpus.importers.common import fail, file_stem, finish, read_text, safe_id, unique_id
+from compaction_eval.corpus.importers.common import as_dict, fail, file_stem, finish, read_text, safe_id, unique_id
 from compaction_eval.corpus.importers.openai_chat import _arguments, _tools
 
 NAME = "openhands-output"
@@ -61,7 +61,7 @@ def _call_input(tcm: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
     """The arguments the model gave for this call (from the raw response); the action's args otherwise."""
     for call in _response_message(tcm).get("tool_calls") or []:
         if isinstance(call, dict) and call.get("id") == tcm.get("tool_call_id"):
-            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+            fn = as_dict(call.get("function"))
             return _arguments(fn.get("arguments"))
     args = event.get("args")
     return dict(args) if isinstance(args, dict) else {}
@@ -72,8 +72,8 @@ def _observation_text(event: dict[str, Any]) -> str:
     prefix and suffix (`[The command completed with exit code 1.]`)."""
     content = event.get("content")
     text = content if isinstance(content, str) else str(event.get("message") or "")
-    extras = event.get("extras") if isinstance(event.get("extras"), dict) else {}
-    meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+    extras = as_dict(event.get("extras"))
+    meta = as_dict(extras.get("metadata"))
     prefix, suffix = meta.get("prefix"), meta.get("suffix")
     return f"{prefix if isinstance(prefix, str) else ''}{text}{suffix if isinstance(suffix, str) else ''}"
 
@@ -120,7 +120,7 @@ def convert_record(record: dict[str, Any], path: Path, line: int, k: int) -> dic
         action, obs = ev.get("action"), ev.get("observation")
         tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else None
         if action == "system":
-            args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+            args = as_dict(ev.get("args"))
             system = str(args.get("content") or ev.get("message") or "")
             tools = _tools(args.get("tools"), where, f"{place}.args.tools")
             continue
@@ -182,8 +182,8 @@ def convert_record(record: dict[str, Any], path: Path, line: int, k: int) -> dic
         last["content"] = blocks
         turn.clear()
     close_turn()
-    meta_in = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
-    llm = meta_in.get("llm_config") if isinstance(meta_in.get("llm_config"), dict) else {}
+    meta_in = as_dict(record.get("metadata"))
+    llm = as_dict(meta_in.get("llm_config"))
     metadata: dict[str, Any] = {
         "instance_id": record.get("instance_id"),
         "agent_class": meta_in.get("agent_class"),
@@ -229,7 +229,7 @@ def convert_file(path: Path) -> list[dict[str, Any]]:
     """One trace per line of an evaluation output file."""
     where = str(path)
     text = read_text(path)
-    traces = []
+    traces: list[dict[str, Any]] = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue

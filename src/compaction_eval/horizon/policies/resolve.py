@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import inspect as pyinspect
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from inspect_ai.model import CompactionStrategy, Model
@@ -65,4 +66,5 @@ def _user_strategy(ref: str, threshold: int) -> CompactionStrategy:
     if not (isinstance(cls, type) and issubclass(cls, CompactionStrategy)):
         raise ValueError(f"{ref} is not a CompactionStrategy subclass")
     params = pyinspect.signature(cls).parameters
-    return cls(threshold=threshold) if "threshold" in params else cls()
+    make: Callable[..., CompactionStrategy] = cls  # a subclass: its own constructor, not the base's
+    return make(threshold=threshold) if "threshold" in params else make()

@@ -33,7 +33,7 @@ def make(index: int, size: str, lines: int, window: int) -> World:
 
     files: dict[str, str] = {}
     root_line = 0
-    for path, c in zip(modules, codes):
+    for path, c in zip(modules, codes, strict=True):
         line = rng.randrange(lines // 3, lines - 3)
         if path == root:
             root_line = line

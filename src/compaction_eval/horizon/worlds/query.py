@@ -48,7 +48,7 @@ def make(index: int, size: str, lines: int, window: int) -> World:
         totals[quarter] = {}
         for r in REGIONS:
             values = [rng.randrange(1_000, 90_000) for _ in products]
-            rows += [f"| {YEAR}-Q{quarter} | {r} | {p} | {v} |" for p, v in zip(products, values)]
+            rows += [f"| {YEAR}-Q{quarter} | {r} | {p} | {v} |" for p, v in zip(products, values, strict=True)]
             totals[quarter][r] = sum(values)
             rows.append(f"| {YEAR}-Q{quarter} | {r} | TOTAL | {totals[quarter][r]} |")
         tables[_sales_sql(quarter)] = "\n".join(rows) + f"\n({len(rows) - 2} rows)"

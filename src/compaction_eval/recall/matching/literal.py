@@ -110,7 +110,7 @@ class SummaryText:
         pieces: list[str] = []
         for start, end in spans:
             needle = self.norm[start:end]
-            piece = next((u for u, un in zip(self.units, self.units_norm) if needle in un), None)
+            piece = next((u for u, un in zip(self.units, self.units_norm, strict=True) if needle in un), None)
             if piece is None:
                 a, b = max(0, start - 60), min(len(self.norm), end + 60)
                 piece = ("..." if a else "") + self.norm[a:b] + ("..." if b < len(self.norm) else "")
@@ -312,7 +312,11 @@ def source_index(trace: Trace, at: int) -> SourceIndex:
     if ref is None or ref() is not trace:
         for key in [k for k in _SOURCE_CACHE if k[0] == tid]:
             del _SOURCE_CACHE[key]
-        _SOURCE_TRACES[tid] = weakref.ref(trace, lambda _r, tid=tid: _forget(tid))
+
+        def forget(_r: weakref.ref[Trace], tid: int = tid) -> None:
+            _forget(tid)
+
+        _SOURCE_TRACES[tid] = weakref.ref(trace, forget)
     key = (tid, at)
     if key not in _SOURCE_CACHE:
         _SOURCE_CACHE[key] = SourceIndex(normalize_history(trace.folded_text_upto(at)))
@@ -369,7 +373,7 @@ def _path_near(key: str, found: str) -> str | None:
             lim = max(1, round(len(a) * _PATH_EDIT_SHARE))
             if edit_distance(a, b, lim) <= lim:
                 return "edit"
-        if sum(a != b for a, b in zip(ks[-n:], fs[-n:])) == 1:
+        if sum(a != b for a, b in zip(ks[-n:], fs[-n:], strict=True)) == 1:
             return "segment"
     return None
 
@@ -458,7 +462,7 @@ def _phrase_misses(fact: Fact, key: str, k: str, summary: SummaryText, source: S
     out = []
     for i in range(len(st) - len(kt) + 1):
         window = st[i : i + len(kt)]
-        diffs = [(a, b) for a, b in zip(kt, window) if a != b]
+        diffs = [(a, b) for a, b in zip(kt, window, strict=True) if a != b]
         if len(diffs) != 1:
             continue
         a, b = diffs[0]

@@ -50,6 +50,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 
 import numpy as np
 
@@ -190,7 +191,7 @@ def polarity_map(text: str) -> dict[str, set[bool]]:
                     reached += 1
                 j -= 1
     out: dict[str, set[bool]] = {}
-    for tok, neg in zip(toks, negated):
+    for tok, neg in zip(toks, negated, strict=True):
         if _content(tok):
             out.setdefault(_polarity_key(tok), set()).add(neg)
     for word in extra:
@@ -468,7 +469,7 @@ def _canonical(tok: str) -> str:
 
 def _word_analyzer(text: str) -> list[str]:
     words = [_canonical(t) for t in _TOKEN.findall(text) if t not in _STOP and t not in _CLAUSE_BREAK]
-    return words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+    return words + [f"{a} {b}" for a, b in pairwise(words)]
 
 
 class SemanticIndex:
@@ -487,7 +488,7 @@ class SemanticIndex:
     def __init__(self, summary: SummaryText, texts: Sequence[str]):
         self.summary = summary
         units = summary.units_norm
-        self.candidates: list[str] = list(units) + [f"{a} {b}" for a, b in zip(units, units[1:])]
+        self.candidates: list[str] = list(units) + [f"{a} {b}" for a, b in pairwise(units)]
         # candidate -> the unit indices it spans
         self.spans: list[tuple[int, ...]] = [(i,) for i in range(len(units))] + [
             (i, i + 1) for i in range(len(units) - 1)
@@ -550,7 +551,9 @@ def _cosines(counts: list[Counter[str]], n_texts: int) -> np.ndarray:
         for gram in c:
             vocab.setdefault(gram, len(vocab))
     n_text_cols = len(vocab)
-    rows, cols, vals = [], [], []
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[int] = []
     for i, c in enumerate(counts):
         rows.extend([i] * len(c))
         cols.extend([vocab.setdefault(g, len(vocab)) for g in c])

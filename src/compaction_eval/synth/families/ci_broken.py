@@ -359,7 +359,7 @@ def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = 
     others = [f"tests/{d}/test_{n}.py" for d, n in (("api", "views"), ("core", "models"), ("core", "utils"),
                                                      ("export", "csv"), ("auth", "tokens"), ("tasks", "worker"))]
     sizes = split_total(rng, other_total, len(others), minimum=20)
-    n_files += [(p, s, 0, c.skipped if k == 0 else 0) for k, (p, s) in enumerate(zip(others, sizes))]
+    n_files += [(p, s, 0, c.skipped if k == 0 else 0) for k, (p, s) in enumerate(zip(others, sizes, strict=True))]
     fails = [(f"{c.test_file}::{n}", c.error if n == c.test_name else c.sibling_error(rng)) for n in in_file]
     fails += [(f"{c.other_test_file}::{n}", c.sibling_error(rng)) for n in fail_names[len(in_file):]]
     ts = f"{c.date}T02:1"

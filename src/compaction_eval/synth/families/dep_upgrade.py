@@ -362,7 +362,7 @@ def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = 
     test_paths = list(dict.fromkeys([c.bug1_test, c.bug2_test, "tests/api/test_views.py", "tests/tasks/test_jobs.py",
                                      "tests/test_settings.py", f"tests/{v.nouns[0]}s/test_repo.py"]))
     base_files = [(p, n, 0, c.skipped if k == 2 else 0) for k, (p, n) in enumerate(zip(
-        test_paths, split_total(rng, c.passed + c.skipped, len(test_paths), minimum=15)))]
+        test_paths, split_total(rng, c.passed + c.skipped, len(test_paths), minimum=15), strict=True))]
     warn_lines = []
     for w in c.baseline_warnings:
         for p in rng.sample([c.bug1_file, c.bug2_file, c.left_file, f"src/{svc}/tasks/cleanup.py"], k=2):
@@ -497,7 +497,7 @@ def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = 
     # ---- point 2: green but with warnings; leftovers and the write-up pending
     b.point()
     done = left.replaced_lines(c.left_lines[:1], c.left_new[:1])
-    for o, n in zip(c.left_lines[1:], c.left_new[1:]):
+    for o, n in zip(c.left_lines[1:], c.left_new[1:], strict=True):
         done = done.replaced(o, n)
     b.call(f"Replacing the {len(lefts)} calls.", "bash",
            {"command": f"sed -i -E '{_sed_for(variant)}' {c.left_file} && git diff --stat {c.left_file}"},

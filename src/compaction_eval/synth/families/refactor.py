@@ -277,7 +277,7 @@ def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = 
                    pytest_progress(rng, [(p, n, 0, s) for p, n, s in zip(
                        ["tests/tenancy/test_resolver.py", "tests/api/test_views.py", "tests/billing/test_usage.py",
                         "tests/middleware/test_auth.py", "tests/tasks/test_nightly.py", "tests/plugins/test_entry_points.py",
-                        "tests/search/test_indexer.py"], split_total(rng, 415, 7, minimum=12), [0, 1, 0, 0, 2, 0, 0])]),
+                        "tests/search/test_indexer.py"], split_total(rng, 415, 7, minimum=12), [0, 1, 0, 0, 2, 0, 0], strict=True)]),
                    "", "=============================== warnings summary ===============================",
                    *[f"{p}:{rng.randint(10, 200)}: DeprecationWarning: pkg_resources is deprecated as an API. See "
                      "https://setuptools.pypa.io/en/latest/pkg_resources.html\n  import pkg_resources"
@@ -301,7 +301,7 @@ def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = 
     # ---- point 1: the plan is current, the dry run not yet read
     b.point()
     dry_lines = []
-    for path, n, text in sorted(src_word_hits + test_hits):
+    for path, _n, text in sorted(src_word_hits + test_hits):
         dry_lines.append(f"{path}: {re.sub(word, c.new, text)}")
     b.call("Dry run: print every line the substitution would change.", "bash",
            {"command": f"git grep -lw {c.old} -- src tests | xargs -I{{}} sh -c "

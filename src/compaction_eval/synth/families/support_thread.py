@@ -249,7 +249,7 @@ def build(variant: int, seed: int, trace_id: str, padding: PaddingPlan | None = 
            "How are emails sent today?", "grep", {"pattern": "def send_", "path": f"src/{pkg}/emails.py"},
            grep_output([(f"src/{pkg}/emails.py", n, f"def send_{w}(user: User, **context) -> None:") for n, w in
                         sorted(zip(rng.sample(range(20, 220), 5), ("invoice_reminder", "statement_ready", "password_reset",
-                                                                      "welcome", "budget_alert")))]))
+                                                                      "welcome", "budget_alert"), strict=True))]))
     b.call("The tests of the export view, before changing anything:", "read_file", {"path": tests.path}, tests.numbered())
     b.call("And their current state.", "run_tests", {"target": "tests/exports", "args": "-q"},
            "\n".join([pytest_progress(rng, [("tests/exports/test_views.py", 14, 0, 0), ("tests/exports/test_pdf.py", 9, 0, 0)]),
