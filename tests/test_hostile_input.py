@@ -83,7 +83,7 @@ def files_under(path: Path) -> set[Path]:
 # --------------------------------------------------------------------------------- YAML
 
 ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi")
+    f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=False)
 ) + "schema: compaction-eval/labels@1\n"
 
 

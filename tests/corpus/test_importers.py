@@ -117,7 +117,7 @@ def test_openhands_samples_convert_and_pair_every_tool_call(openhands):
     assert [t["id"] for t in traces] == [s["instance_id"] for s in samples]
     # 41, 23, 26, 37, 61 source messages minus the system prompt minus merged tool runs
     assert [len(t["messages"]) for t in traces] == [34, 22, 24, 36, 60]
-    for k, (sample, trace) in enumerate(zip(samples, traces)):
+    for k, (sample, trace) in enumerate(zip(samples, traces, strict=False)):
         assert validate_trace(trace, f"sample {k}") == []
         src = sample["messages"]
         assert trace["system"] == src[0]["content"]

@@ -128,7 +128,7 @@ def test_openhands_output_events_become_paired_messages(converted):
     traces = converted["openhands/multiswebench-llama4/output.jsonl"]
     assert [t["id"] for t in traces] == ["ponylang__ponyc-4595", "ponylang__ponyc-4593", "ponylang__ponyc-4588"]
     records = [json.loads(line) for line in (DATA / "openhands/multiswebench-llama4/output.jsonl").read_text().splitlines()]
-    for trace, record in zip(traces, records):
+    for trace, record in zip(traces, records, strict=False):
         meta = trace["metadata"]
         assert trace["system"].startswith("You are OpenHands agent")
         assert {t["name"] for t in trace["tools"]} == {"execute_bash", "str_replace_editor", "think", "finish"}
@@ -179,7 +179,7 @@ def test_aider_log_rebuilds_one_conversation_not_33_copies(converted):
 def test_inline_tool_calls_parsed_where_certain(converted):
     for rel in ("swe-agent/swesmith-claude/sample_raw.json", "openhands/sweplay/sample_raw.json"):
         samples = json.loads((DATA / rel).read_text())
-        for sample, trace in zip(samples, converted[rel]):
+        for sample, trace in zip(samples, converted[rel], strict=False):
             src = sample["messages"]
             assert len(trace["messages"]) == len(src) - 1  # one trace message per source message, after the system prompt
             inline = trace["metadata"]["inline_calls"]

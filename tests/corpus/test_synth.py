@@ -42,7 +42,7 @@ SECRET = re.compile(r"sk-live-[0-9a-f]{16,}|AKIA[0-9A-Z]{16}")
 @pytest.fixture(scope="module")
 def corpus():
     """(trace, labels) per committed trace id, loaded through the contract loaders."""
-    return {tid: tuple(f(p) for f, p in zip((load_trace, load_labels), _paths(tid))) for tid in ALL_IDS}
+    return {tid: tuple(f(p) for f, p in zip((load_trace, load_labels), _paths(tid), strict=False)) for tid in ALL_IDS}
 
 
 def test_corpora_sizes_and_families():
@@ -227,7 +227,7 @@ def test_near_miss_distractors_are_planted(tid, corpus):
 def test_other_seeds_give_different_but_valid_corpora(tmp_path):
     written = write(tmp_path / "t", tmp_path / "l", seed=7)
     assert len(written) == 11
-    for trace_path, labels_path, st in written:
+    for trace_path, labels_path, _st in written:
         trace, labels = load_trace(trace_path), load_labels(labels_path)
         assert lint_against_trace(labels, trace) == []
         assert trace.source["seed"] != load_trace(TRACES / trace_path.name).source["seed"]

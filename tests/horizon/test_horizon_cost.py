@@ -44,7 +44,7 @@ def test_append_only_billed_input_is_k_n0_plus_quadratic_growth(monkeypatch):
     k = len(sizes)
     n0, delta = sizes[0], sizes[1] - sizes[0]
     assert k == len(world.plan) + 1 and delta > 0
-    assert all(b - a == delta for a, b in zip(sizes, sizes[1:])), "growth per step must be constant here"
+    assert all(b - a == delta for a, b in zip(sizes, sizes[1:], strict=False)), "growth per step must be constant here"
     assert sum(sizes) == k * n0 + delta * k * (k - 1) // 2
     # The provider's reported input equals the recorded blocks of each request.
     assert all(r["input"] == sum(r["tokens"]) for r in ledger.requests)

@@ -202,9 +202,10 @@ def test_slow_drop_and_malformed(server):
     with pytest.raises(Exception) as bad_json:  # the SDK fails on the body, not the status
         c.messages.create(**request())
     assert not isinstance(bad_json.value, anthropic.APIStatusError)
-    with pytest.raises(Exception):
+    with pytest.raises(Exception) as bad_stream:  # noqa: B017 - the SDK's type for a malformed stream is not its API
         with c.messages.stream(**request()) as stream:
             stream.get_final_message()
+    assert not isinstance(bad_stream.value, anthropic.APIStatusError)
 
 
 def test_persistent_fault_and_hang_release(server):

@@ -427,7 +427,7 @@ def test_cosines_match_scikit_learn_tfidf():
 
     texts = ["do not modify tests", "use only the primary key key"]
     units = ["tests are off limits", "we use the primary key", "key key key", "nothing relevant"]
-    windows = [f"{a} {b}" for a, b in zip(units, units[1:])]
+    windows = [f"{a} {b}" for a, b in zip(units, units[1:], strict=False)]
     counts = [Counter(d.split()) for d in texts + units]
     ours = _cosines(counts, len(texts))
     vec = TfidfVectorizer(analyzer=str.split, sublinear_tf=True).fit(texts + units)

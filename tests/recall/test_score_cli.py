@@ -73,7 +73,7 @@ def test_bad_arguments_are_one_line_errors(tmp_path, capsys, args, words):
     summary = tmp_path / "s.md"
     summary.write_text(GOOD)
     base = {"--labels": str(LABELS), "--trace": str(TRACE), "--summary": str(summary), "--point": "31"}
-    base.update(dict(zip(args[::2], args[1::2])))
+    base.update(dict(zip(args[::2], args[1::2], strict=False)))
     code = main(["score", *[x for kv in base.items() for x in kv]])
     err = capsys.readouterr().err
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1
