@@ -561,7 +561,7 @@ def _cosines(counts: list[Counter[str]], n_texts: int) -> np.ndarray:
     # columns in order of first occurrence: the texts' grams get the first indices
     n_text_cols = len(dict.fromkeys(chain.from_iterable(counts[:n_texts])))
     order = dict.fromkeys(chain.from_iterable(counts))
-    vocab = dict(zip(order, range(len(order))))
+    vocab = {gram: i for i, gram in enumerate(order)}
     sizes = [len(c) for c in counts]
     total = sum(sizes)
     rows_a = np.repeat(np.arange(len(counts)), sizes)
