@@ -142,6 +142,7 @@ def key_pattern(key: str) -> re.Pattern[str]:
     return re.compile(left + body + right)
 
 
+@lru_cache(maxsize=65536)
 def find_key(norm: str, key: str) -> tuple[int, int] | None:
     """Span of the first whole-token occurrence of `key` in normalised text, or None."""
     m = key_pattern(key).search(norm)

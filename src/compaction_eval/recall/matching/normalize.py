@@ -147,6 +147,11 @@ class NumberToken:
 
 def number_tokens(norm: str) -> list[NumberToken]:
     """Standalone numbers of normalised text `norm`, in order."""
+    return list(_number_tokens(norm))
+
+
+@lru_cache(maxsize=16384)
+def _number_tokens(norm: str) -> tuple[NumberToken, ...]:
     out = []
     for m in _NUMBER.finditer(norm):
         value = canonical_number(m.group("num"))
@@ -154,7 +159,7 @@ def number_tokens(norm: str) -> list[NumberToken]:
             continue
         hedged = bool(m.group("hedge")) or bool(m.group("tail"))
         out.append(NumberToken(value, m.group(0).strip(), m.start("num"), m.end("num"), hedged))
-    return out
+    return tuple(out)
 
 
 def all_numbers(norm: str) -> set[str]:
@@ -221,6 +226,11 @@ class Span:
 
 def path_tokens(norm: str) -> list[Span]:
     """Path-like tokens (and URLs) of normalised text, trailing punctuation removed."""
+    return list(_path_tokens(norm))
+
+
+@lru_cache(maxsize=16384)
+def _path_tokens(norm: str) -> tuple[Span, ...]:
     out: list[Span] = []
     taken: list[tuple[int, int]] = []
     for m in _URL.finditer(norm):
@@ -234,7 +244,7 @@ def path_tokens(norm: str) -> list[Span]:
         if is_path_like(t):
             out.append(Span(t, m.start(), m.start() + len(t)))
     out.sort(key=lambda s: s.start)
-    return out
+    return tuple(out)
 
 
 def is_path_key(key: str) -> bool:

@@ -50,7 +50,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import pairwise
+from itertools import chain, pairwise
 
 import numpy as np
 
@@ -137,6 +137,7 @@ _REASON_MARKER = re.compile(
 # ---------------------------------------------------------------------------- text analysis
 
 
+@lru_cache(maxsize=16384)
 def _prepare(text: str) -> str:
     norm = normalize(text)
     # keep hyphenated negations as one word; "don't" -> "dont" also catches "do not" variants
@@ -159,6 +160,12 @@ def _content(tok: str) -> bool:
 
 
 def polarity_map(text: str) -> dict[str, set[bool]]:
+    """Stem -> the polarities it occurs with (a fresh copy; see `_polarity_map`)."""
+    return {k: set(v) for k, v in _polarity_map(text).items()}
+
+
+@lru_cache(maxsize=16384)
+def _polarity_map(text: str) -> dict[str, frozenset[bool]]:
     """Stem -> the polarities it occurs with (True: inside the scope of a negation).
 
     A negation (`not`, `n't`, `never`, `without`, `avoid`, `instead of`, `non-`) reaches the
@@ -196,7 +203,7 @@ def polarity_map(text: str) -> dict[str, set[bool]]:
             out.setdefault(_polarity_key(tok), set()).add(neg)
     for word in extra:
         out.setdefault(_polarity_key(word), set()).add(True)
-    return out
+    return {k: frozenset(v) for k, v in out.items()}
 
 
 def _prose(text: str) -> str:
@@ -225,16 +232,21 @@ def negation_conflict(fact_text: str, candidate: str | Sequence[str], keys: Sequ
     modify tests" and "only touch non-test files"). `candidate` may be several units (a
     window): each is split at its own reason marker.
     """
+    units = (candidate,) if isinstance(candidate, str) else tuple(candidate)
+    return _negation_conflict(fact_text, units, None if keys is None else tuple(keys))
+
+
+@lru_cache(maxsize=16384)
+def _negation_conflict(fact_text: str, units: tuple[str, ...], keys: tuple[str, ...] | None) -> bool:
     fact_what = split_reason(_code_none(_prose(fact_text)))[0]
-    units = [candidate] if isinstance(candidate, str) else list(candidate)
     candidate = [c for u in units for c in key_clauses(_prose(u), keys)]
-    f = polarity_map(fact_what)
+    f = _polarity_map(fact_what)
     c: dict[str, set[bool]] = {}
     cand_whats = []
     for unit in candidate:
         what = split_reason(_code_none(unit))[0]
         cand_whats.append(what)
-        for st, polarities in polarity_map(what).items():
+        for st, polarities in _polarity_map(what).items():
             c.setdefault(st, set()).update(polarities)
     shared = f.keys() & c.keys()
     if any(True in f[s] and True in c[s] for s in shared):
@@ -546,19 +558,15 @@ def _cosines(counts: list[Counter[str]], n_texts: int) -> np.ndarray:
     Only the texts' grams can contribute to a product, so the candidate matrix is built over
     those columns; candidate lengths are computed from all their grams (sparsely).
     """
-    vocab: dict[str, int] = {}
-    for c in counts[:n_texts]:  # the texts' grams get the first column indices
-        for gram in c:
-            vocab.setdefault(gram, len(vocab))
-    n_text_cols = len(vocab)
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[int] = []
-    for i, c in enumerate(counts):
-        rows.extend([i] * len(c))
-        cols.extend([vocab.setdefault(g, len(vocab)) for g in c])
-        vals.extend(c.values())
-    rows_a, cols_a, vals_a = np.asarray(rows), np.asarray(cols, dtype=np.int64), np.asarray(vals, dtype=float)
+    # columns in order of first occurrence: the texts' grams get the first indices
+    n_text_cols = len(dict.fromkeys(chain.from_iterable(counts[:n_texts])))
+    order = dict.fromkeys(chain.from_iterable(counts))
+    vocab = {gram: i for i, gram in enumerate(order)}
+    sizes = [len(c) for c in counts]
+    total = sum(sizes)
+    rows_a = np.repeat(np.arange(len(counts)), sizes)
+    cols_a = np.fromiter(map(vocab.__getitem__, chain.from_iterable(counts)), dtype=np.int64, count=total)
+    vals_a = np.fromiter(chain.from_iterable(c.values() for c in counts), dtype=float, count=total)
     n_vocab = max(1, len(vocab))
     idf = np.log((1 + len(counts)) / (1 + np.bincount(cols_a, minlength=n_vocab))) + 1.0
 
@@ -612,6 +620,7 @@ class SemanticResult:
     units: tuple[int, ...] = ()
 
 
+@lru_cache(maxsize=65536)
 def has_key(text_norm: str, key: str, inflect: bool) -> bool:
     """`key` occurs in normalised `text_norm`; with `inflect`, a plain word key also as an
     inflection (`tests` in "the test")."""
