@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import jinja2
@@ -118,7 +119,10 @@ class _NotText(Exception):
         self.template, self.byte = template, byte
 
 
+@lru_cache(maxsize=32)
 def _environment(directory: Path) -> jinja2.Environment:
+    # One environment per prompts folder, so a template compiles once per process; jinja's
+    # auto_reload still recompiles a template whose file changed (the loader's mtime check).
     # Templates are untrusted input: the immutable sandbox refuses attribute access to
     # internals (`cycler.__init__.__globals__`), calls of unsafe callables and mutation.
     # Prompts are plain text sent to a model, not HTML: no autoescaping here. StrictUndefined
