@@ -6,28 +6,14 @@ repository, so the task runs from any working directory. Configurations: `-T con
 `inspect-auto`, or `module:Class`); `-T size=medium` for bigger worlds.
 """
 
-import os
 from pathlib import Path
 
 from inspect_ai import task
 
+from compaction_eval.contracts.paths import from_invocation_dir
 from compaction_eval.horizon.task import long_horizon as _long_horizon
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _from_cwd(path):
-    """A relative `-T` path read from the directory `inspect eval` was started in: inspect
-    creates tasks from a file with that file's folder as working directory, and the shell's
-    $PWD still names where the user was."""
-    if isinstance(path, (list, tuple)):
-        return [_from_cwd(x) for x in path]
-    p = Path(path)
-    if p.is_absolute():
-        return path
-    start = os.environ.get("PWD")
-    base = Path(start) if start and Path(start).is_dir() else Path.cwd()
-    return str(base / p)
 
 
 @task
@@ -42,5 +28,5 @@ def long_horizon(
     compactor: str | None = "extractive/default",
 ):
     """Long-horizon completion of every world under one context configuration."""
-    return _long_horizon(config=config, worlds=worlds, size=size, prompt=prompt, prompts_dir=_from_cwd(prompts_dir),
+    return _long_horizon(config=config, worlds=worlds, size=size, prompt=prompt, prompts_dir=from_invocation_dir(prompts_dir),
                          budget=budget, output_reserve=output_reserve, compactor=compactor)

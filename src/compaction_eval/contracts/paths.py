@@ -12,8 +12,10 @@ its default inputs through `resolve_inputs`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 # kind -> the default names (relative to a project directory or to the package data).
 # The default corpus is the synthetic one plus a fixed subset of the real one: `#2` keeps at
@@ -79,3 +81,17 @@ def resolve_inputs(paths: Iterable[Path | str] | None, kind: str | None = None, 
 def default_input(kind: str, cwd: Path | None = None) -> Path:
     """Where the (first) default input of `kind` is for this working directory."""
     return resolve_input(DEFAULTS[kind][0], cwd)
+
+
+def from_invocation_dir(path: Any) -> Any:
+    """A relative `-T` path read from the directory `inspect eval` was started in: inspect
+    creates tasks from a file with that file's folder as working directory, and the shell's
+    $PWD still names where the user was."""
+    if isinstance(path, (list, tuple)):
+        return [from_invocation_dir(x) for x in path]
+    p = Path(path)
+    if p.is_absolute():
+        return path
+    start = os.environ.get("PWD")
+    base = Path(start) if start and Path(start).is_dir() else Path.cwd()
+    return str(base / p)
