@@ -7,6 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from compaction_eval.contracts.paths import TUNE_CORPUS
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tune", help="recall-first tuning: backward elimination of a prompt's fields (or --optimize: failure-driven "
@@ -42,7 +44,6 @@ def add_tune_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_tune_command(args: argparse.Namespace) -> int:
-    from compaction_eval.contracts.runfiles import write_json_atomic
 
     if args.optimize:
         return _optimize(args)
@@ -54,22 +55,17 @@ def run_tune_command(args: argparse.Namespace) -> int:
     )
 
     config = TuneConfig(
-        prompt=args.prompt, suite=args.suite, tolerance=args.tolerance, traces=args.traces or ["fixtures/traces"],
-        labels=args.labels or ["labels"], model=args.model, budget=args.budget, shape=args.shape, worlds=args.worlds,
+        prompt=args.prompt, suite=args.suite, tolerance=args.tolerance, traces=args.traces or list(TUNE_CORPUS["traces"]),
+        labels=args.labels or list(TUNE_CORPUS["labels"]), model=args.model, budget=args.budget, shape=args.shape, worlds=args.worlds,
         agent=args.agent, work_dir=args.work_dir, min_fields=args.min_fields,
     )
     result = tune(config, out_prompt=Path(args.out) if args.out else None, log=lambda m: print(m, file=sys.stderr))
     print(format_frontier(result))
-    if args.results:
-        out = Path(args.results)
-        out.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(out / TUNE_FILE, result.to_json())
-        print(f"tune results: {out / TUNE_FILE}")
+    _write_result(args.results, TUNE_FILE, result.to_json(), "tune results")
     return 0
 
 
 def _optimize(args: argparse.Namespace) -> int:
-    from compaction_eval.contracts.runfiles import write_json_atomic
     from compaction_eval.contracts.settings import is_stand_in
     from compaction_eval.tune.optimize import (
         OPTIMIZE_FILE,
@@ -81,16 +77,22 @@ def _optimize(args: argparse.Namespace) -> int:
 
     optimiser = args.optimiser or (STANDIN_OPTIMISER if is_stand_in(args.model) else args.model)
     config = OptimizeConfig(
-        prompt=args.prompt, optimiser=optimiser, rounds=args.rounds, traces=args.traces or ["fixtures/traces"],
-        labels=args.labels or ["labels"], model=args.model, budget=args.budget, shape=args.shape, others=args.others,
+        prompt=args.prompt, optimiser=optimiser, rounds=args.rounds, traces=args.traces or list(TUNE_CORPUS["traces"]),
+        labels=args.labels or list(TUNE_CORPUS["labels"]), model=args.model, budget=args.budget, shape=args.shape, others=args.others,
         tolerance=args.tolerance, category_tolerance=args.category_tolerance, work_dir=args.work_dir,
         max_retries=args.max_retries, timeout=args.timeout,
     )
     result = optimize(config, out_prompt=Path(args.out) if args.out else None, log=lambda m: print(m, file=sys.stderr))
     print(format_history(result))
-    if args.results:
-        out = Path(args.results)
-        out.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(out / OPTIMIZE_FILE, result.to_json())
-        print(f"optimisation history: {out / OPTIMIZE_FILE}")
+    _write_result(args.results, OPTIMIZE_FILE, result.to_json(), "optimisation history")
     return 0
+
+
+def _write_result(run_dir: str | None, name: str, data: dict, what: str) -> None:
+    """`--results RUN_DIR`: the file beside the run's results.json (the report shows it)."""
+    if not run_dir:
+        return
+    from compaction_eval.contracts.runfiles import write_json_atomic
+
+    write_json_atomic(Path(run_dir) / name, data)
+    print(f"{what}: {Path(run_dir) / name}")

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from compaction_eval.contracts.paths import resolve_inputs
+from compaction_eval.contracts.paths import DEFAULTS, resolve_inputs
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import load_candidates
 from compaction_eval.contracts.runfiles import (
@@ -79,8 +79,8 @@ class RecallConfig:
             retried by the provider: the SDK raises on the body, not on the status).
     """
 
-    traces: list[str] = field(default_factory=lambda: ["fixtures/traces"])
-    labels: list[str] = field(default_factory=lambda: ["labels"])
+    traces: list[str] = field(default_factory=lambda: list(DEFAULTS["traces"]))
+    labels: list[str] = field(default_factory=lambda: list(DEFAULTS["labels"]))
     prompts: list[str] = field(default_factory=lambda: ["prompts"])
     model: str = DEFAULT_MODEL
     budget: int = DEFAULT_BUDGET

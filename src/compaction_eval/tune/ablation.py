@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compaction_eval.contracts.paths import TUNE_CORPUS
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import Candidate, load_candidate
 from compaction_eval.contracts.settings import (
@@ -173,8 +174,8 @@ class TuneConfig:
     prompt: str
     suite: str = "recall"
     tolerance: float = 0.02
-    traces: list[str] = field(default_factory=lambda: ["fixtures/traces"])
-    labels: list[str] = field(default_factory=lambda: ["labels"])
+    traces: list[str] = field(default_factory=lambda: list(TUNE_CORPUS["traces"]))
+    labels: list[str] = field(default_factory=lambda: list(TUNE_CORPUS["labels"]))
     model: str = DEFAULT_MODEL
     budget: int = DEFAULT_BUDGET
     keep_last: int = DEFAULT_KEEP_LAST

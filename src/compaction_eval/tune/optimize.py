@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compaction_eval.contracts.paths import TUNE_CORPUS
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import Candidate, load_candidate, load_candidates
 from compaction_eval.contracts.settings import Shape
@@ -64,8 +65,8 @@ class OptimizeConfig:
     prompt: str
     optimiser: str = STANDIN_OPTIMISER
     rounds: int = 3
-    traces: list[str] = field(default_factory=lambda: ["fixtures/traces"])
-    labels: list[str] = field(default_factory=lambda: ["labels"])
+    traces: list[str] = field(default_factory=lambda: list(TUNE_CORPUS["traces"]))
+    labels: list[str] = field(default_factory=lambda: list(TUNE_CORPUS["labels"]))
     model: str = "extractive/default"
     budget: int = 800
     keep_last: int = 4
