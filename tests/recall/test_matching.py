@@ -90,6 +90,7 @@ def test_thousands_separators_only_inside_numbers():
         ("347", "347,000 rows", False),
         ("42", "ran 42 tests", True),
         ("42", "python42 and v42", False),
+        ("53", "spec: pop-os/cosmic-epoch/issues/53", False),  # a URL segment is not the number
     ],
 )
 def test_number_keys(key, text, found):
@@ -200,6 +201,19 @@ Next: run the tests.
 
 
 # ---------------------------------------------------------------------------- near misses
+
+
+def test_exact_fact_whose_file_is_named_in_another_folder_is_not_kept():
+    """Issue 16, false keeps: the right file name inside the wrong folder (Windows paths too)."""
+    fact = Fact(id="gemini-ps1", category="artifact", text=(
+        r"The gemini command is the npm shim C:\Users\M\AppData\Roaming\npm\gemini.ps1 from @google/gemini-cli."),
+        keys=("gemini.ps1", "@google/gemini-cli"), source=(1,))
+    wrong = SummaryText(r"gemini is the shim C:\Users\M\AppData\Local\npm\gemini.ps1 from @google/gemini-cli.")
+    right = SummaryText(r"gemini is the shim AppData\Roaming\npm\gemini.ps1 from @google/gemini-cli.")
+    bare = SummaryText("gemini.ps1 (the npm shim of @google/gemini-cli) starts it.")
+    assert not literal_match(fact, wrong).kept
+    assert literal_match(fact, right).kept
+    assert literal_match(fact, bare).kept  # no folder named: nothing contradicts the fact's
 
 
 @pytest.mark.parametrize(

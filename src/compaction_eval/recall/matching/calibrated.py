@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from compaction_eval.contracts.labels import Fact
-from compaction_eval.recall.matching.literal import SummaryText, match_key_sets
+from compaction_eval.recall.matching.literal import SummaryText, match_key_sets, path_elsewhere
 from compaction_eval.recall.matching.semantic import (
     HEDGE_CATEGORIES,
     SemanticIndex,
@@ -88,23 +87,6 @@ style (terse 0.81 -> 0.50 leave-one-style-out with `best_sim`), the round-1 fail
 category indicators: they learn the gold set's share of kept facts per category."""
 
 _CONTRADICTION_NOTES = frozenset({"negated", "changed number", "weakened", "inverted outcome", "reason lost"})
-
-_PATH = re.compile(r"(?<![\w.])((?:[\w.\-]+/)+)([\w.\-]+\.\w+)")
-
-
-def path_elsewhere(fact_text: str, summary_norm: str) -> bool:
-    """The summary names a file of the fact (`dir/name.ext`) under another folder and never
-    under the fact's own: a near-miss path, not a keep."""
-    for m in _PATH.finditer(fact_text.lower()):
-        folder, name = m.group(1), m.group(2)
-        full = folder + name
-        if full in summary_norm:
-            continue
-        for s in _PATH.finditer(summary_norm):
-            if s.group(2) == name and s.group(1) != folder and not folder.endswith(s.group(1)):
-                return True
-    return False
-
 
 def features(fact: Fact, row: int, index: SemanticIndex, rule: SemanticResult | None = None) -> dict[str, float]:
     """Features of one (fact, summary) pair, by name (`FEATURES`). `rule`: the rule

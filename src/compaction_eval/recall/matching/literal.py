@@ -130,8 +130,8 @@ def key_pattern(key: str) -> re.Pattern[str]:
     k = normalize(key)
     body = re.escape(k)
     if is_number_key(k):
-        # 347 is not in 3470, 3.47, 0.347, v347 or 347.5; 347ms still counts.
-        return re.compile(rf"(?<![\w.])(?<!\d,){body}(?![\d_]|[.,]\d)")
+        # 347 is not in 3470, 3.47, 0.347, v347, 347.5 or issues/347; 347ms still counts.
+        return re.compile(rf"(?<![\w./])(?<!\d,){body}(?![\d_]|[.,]\d)")
     path = is_path_key(k)
     left = ""
     if k[0].isalnum() or k[0] == "_":
@@ -225,13 +225,47 @@ def literal_match(fact: Fact, summary: SummaryText) -> LiteralResult:
     hit = match_key_sets(summary, fact.key_sets)
     if hit:
         wrong = [k for k in hit[0] if wrong_qualifier(fact.text, summary.norm, k)]
-        if not wrong:
+        if not wrong and not path_elsewhere(fact.text, summary.norm):
             return LiteralResult(True, summary.evidence(hit[1]), keys=hit[0])
-        return LiteralResult(False, None, missing=tuple(wrong))
+        return LiteralResult(False, None, missing=tuple(wrong or hit[0]))
     return LiteralResult(False, None, missing=tuple(missing_keys(summary, fact.key_sets)))
 
 
 _QUALIFIED = r"([a-z_][a-z0-9_]*)\.{key}(?![\w])"
+_FILE_PATH = re.compile(r"(?<![\w.])((?:[\w.\-]+/)+)([\w.\-]+\.\w+)")
+
+
+def path_elsewhere(fact_text: str, summary_norm: str) -> bool:
+    """The summary names a file of the fact (`dir/name.ext`) only under a folder the fact
+    never gives it: a near-miss path, not a keep (the gold set's wrong folders:
+    `AppData/Local` for `AppData/Roaming`, `/boot/efi/` for `/boot/`). A relative path that
+    ends the fact's folder (`src/a.py` for `/repo/src/a.py`) is the same file.
+
+    >>> path_elsewhere("Edit /repo/src/app/views.py", "edited src/views.py")
+    True
+    >>> path_elsewhere("Edit /repo/src/app/views.py", "edited app/views.py")
+    False
+    """
+    fact = _slashes(fact_text.lower())
+    folders: dict[str, set[str]] = {}
+    for m in _FILE_PATH.finditer(fact):
+        folders.setdefault(m.group(2), set()).add(m.group(1).removeprefix("./"))
+    if not folders:
+        return False
+    summary = _slashes(summary_norm)
+    same: set[str] = set()
+    other: set[str] = set()
+    for m in _FILE_PATH.finditer(summary):
+        name = m.group(2)
+        if name in folders:
+            folder = m.group(1).removeprefix("./")
+            fits = any(k.endswith(folder) or folder.endswith(k) for k in folders[name])
+            (same if fits else other).add(name)
+    return bool(other - same)
+
+
+def _slashes(text: str) -> str:
+    return text.replace("\\\\", "/").replace("\\", "/")
 
 
 def wrong_qualifier(fact_text: str, summary_norm: str, key: str) -> bool:
