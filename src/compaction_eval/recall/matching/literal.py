@@ -249,7 +249,10 @@ def path_elsewhere(fact_text: str, summary_norm: str) -> bool:
     fact = _slashes(fact_text.lower())
     folders: dict[str, set[str]] = {}
     for m in _FILE_PATH.finditer(fact):
-        folders.setdefault(m.group(2), set()).add(m.group(1).removeprefix("./"))
+        # `.../Package.swift` elides its folder: any folder fits
+        folder = re.sub(r"^(?:\.\./|\./)+", "", m.group(1)) if not m.group(1).startswith(".../") else None
+        if folder is not None:
+            folders.setdefault(m.group(2), set()).add(folder)
     if not folders:
         return False
     summary = _slashes(summary_norm)
@@ -258,7 +261,7 @@ def path_elsewhere(fact_text: str, summary_norm: str) -> bool:
     for m in _FILE_PATH.finditer(summary):
         name = m.group(2)
         if name in folders:
-            folder = m.group(1).removeprefix("./")
+            folder = re.sub(r"^(?:\.\./|\./)+", "", m.group(1))
             fits = any(k.endswith(folder) or folder.endswith(k) for k in folders[name])
             (same if fits else other).add(name)
     return bool(other - same)

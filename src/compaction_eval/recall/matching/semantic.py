@@ -229,7 +229,9 @@ def negation_conflict(fact_text: str, candidate: str | Sequence[str], keys: Sequ
     since a reason is often paraphrased with its own negations ("so that it cannot break"
     against "because it crashed"). A shared word with opposite polarity is a conflict unless
     the two also share a negated word (then the negation moved within a paraphrase: "do not
-    modify tests" and "only touch non-test files"). `candidate` may be several units (a
+    modify tests" and "only touch non-test files"), or both negate something: a paraphrase
+    moves its negation to another word ("never produced a file" and "the file never
+    appeared"), while a distortion adds or removes one. `candidate` may be several units (a
     window): each is split at its own reason marker.
     """
     units = (candidate,) if isinstance(candidate, str) else tuple(candidate)
@@ -250,6 +252,8 @@ def _negation_conflict(fact_text: str, units: tuple[str, ...], keys: tuple[str, 
             c.setdefault(st, set()).update(polarities)
     shared = f.keys() & c.keys()
     if any(True in f[s] and True in c[s] for s in shared):
+        return False
+    if any(True in p for p in f.values()) and any(True in p for p in c.values()):
         return False
     fails = {"fact": _failure_stems(fact_what), "cand": set().union(*map(_failure_stems, cand_whats))}
     for s in shared:
