@@ -321,6 +321,14 @@ def test_no_false_alarms_on_text_copied_from_the_history():
         ("Use only() when there are signal listeners.", "Use only() when there are no signal listeners.", True),
         ("Fetch only the pk instead of every column.", "Do not load every column, only the pk.", False),
         ("The first version broke the test.", "Not only did the first version break the test, it was slow.", False),
+        # issue 16, false negation conflicts: a paraphrase moves its negation to another word
+        ("The csv target never produced a file; queries went to syslog.",
+         "I set the csv target, but the file never appeared, so queries go to syslog.", False),
+        # ... and a long prose clause is not read for negation scope (it reaches other claims)
+        ("The new timer runs the backup script.",
+         "The new timer was added in the fix and the old cron entry that does not run the backup script anymore "
+         "stays in the crontab because nobody has had time to remove it from the machine since the migration", False),
+        ("The new timer runs the backup script.", "The new timer does not run the backup script.", True),
     ],
 )
 def test_negation_conflict(fact, candidate, conflict):
