@@ -75,16 +75,13 @@ FEATURES = (
     "path_elsewhere",
     "rule_contradiction",
 )
-"""The model's inputs (round 2): key coverage plus the high-precision contradiction checks of
-the best candidate unit (negated in the clause naming the keys, weakened constraint, reason
-lost or swapped, changed number), a near-miss path, and whether the rule's own best
-candidate fails one of those checks (`rule_contradiction`: CV 0.814 with it, 0.822 without,
-within a few items; leave-one-style-out 0.704 with, 0.701 without). Selected by grouped-by-trace CV on the
-tune part (700 judgments, 19 traces) and by leave-one-style-out: the similarity features
-(best / second / passing similarity), the rule's own verdict, the scan over every key unit
-and the outcome check raised the in-sample fit but cost terse and prose summaries out of
-style (terse 0.81 -> 0.50 leave-one-style-out with `best_sim`), the round-1 failure. No
-category indicators: they learn the gold set's share of kept facts per category."""
+"""The model's inputs: key coverage plus the high-precision contradiction checks of the best
+candidate unit (negated in the clause naming the keys, weakened constraint, reason lost or
+swapped, changed number), a near-miss path, and whether the rule's own best candidate fails
+one of those checks. Similarity features fit the summary styles they were tuned on and cost
+the others (terse and prose summaries paraphrase with little word overlap), and category
+indicators would learn the gold set's share of kept facts per category, so neither is an
+input. How they were chosen, round by round: `labels/gold/README.md` and the README."""
 
 _CONTRADICTION_NOTES = frozenset({"negated", "changed number", "weakened", "inverted outcome", "reason lost"})
 
@@ -214,10 +211,9 @@ def default_calibration() -> Calibration:
 
 
 def calibrated_kept(probability: float, rule_kept: bool) -> bool:
-    """The decision: the model's where it is confident, the rule's inside the uncertain band.
-    Round 2 kept the band (grouped CV 0.813 with it, 0.814 without): with the round-2
-    features a unit that negates the fact or inverts its outcome lands in the band (p about
-    0.6), and there the rule's checks decide."""
+    """The decision: the model's where it is confident, the rule's inside the uncertain band
+    (a unit that negates the fact or inverts its outcome lands in the band, and there the
+    rule's checks decide)."""
     if HYBRID and is_uncertain(probability):
         return rule_kept
     return probability >= 0.5

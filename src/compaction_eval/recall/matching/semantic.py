@@ -15,7 +15,9 @@ of two adjacent units):
    pk/primary key, column/field, load/fetch) and character 3-5 grams, fitted once per sample
    on the fact texts and the summary units, at least `KEEP_THRESHOLD`.
 3. negation: no word the two share is negated in one and plain in the other, unless they
-   also share a negated word ("modify non-test files only" keeps "do not modify tests").
+   also share a negated word ("modify non-test files only" keeps "do not modify tests") or
+   both negate something (a paraphrase moves its negation; a distortion adds or removes one).
+   Clauses longer than `NEG_MAX` tokens are not read for it.
 4. outcome (decision, attempt): the candidate reports the fact's outcome (failed/broke/error
    against worked/passed/fixed, with negation flipping it); for an attempt a candidate with
    no outcome at all has lost it.
@@ -23,17 +25,8 @@ of two adjacent units):
    shares at least `REASON_OVERLAP` of the reason's content words, one of them a word the
    statement itself does not contain.
 
-Calibration (tests/data/scoring: three hand-written summaries of a real trace, six meaning
-facts each, then each summary with the fact's sentence removed): the unit carrying the fact
-scores 0.34-0.78 in close and prose paraphrases and 0.14-0.48 in a terse, abbreviated one;
-with the fact removed, the best remaining unit scores at most 0.22 except one unit at 0.31 (an
-attempt sharing the decision's words, rejected by the negation check). Vaguer rewrites score
-0.09-0.22. KEEP_THRESHOLD = 0.24 keeps every close/prose paraphrase and 4-5 of 6 terse ones,
-with no removed fact kept. Heavy abbreviation ("Tests/config are off-limits" for "do not
-modify tests") is beyond a bag-of-words matcher: use the judge for that.
-
-Validation against human judgments (labels/gold, `compaction-eval validate-matchers`) added
-checks 6-8 and CATEGORY_THRESHOLDS:
+`KEEP_THRESHOLD` and checks 6-8 were set against human judgments (labels/gold; how, in
+labels/gold/README.md):
 6. changed number: a candidate that gives other numbers than the fact's has distorted it.
 7. weakened (constraint): a hedge ("preferably", "unless", "may", "if possible") the fact
    does not have turns a rule into a preference.
@@ -69,13 +62,10 @@ from compaction_eval.recall.matching.normalize import (
 )
 
 KEEP_THRESHOLD = 0.24
-"""Similarity a candidate needs to carry a fact (with keys, polarity and reason checks);
-see the calibration note above."""
+"""Similarity a candidate needs to carry a fact (with keys, polarity and reason checks)."""
 CATEGORY_THRESHOLDS: dict[str, float] = {}
-"""Per-category thresholds that replace KEEP_THRESHOLD. Empty on purpose: on the gold set
-(labels/gold, `compaction-eval validate-matchers`) the tune split preferred 0.18 for
-constraints (tune kappa 0.96 vs 0.88), but the fresh summaries gained nothing and on the
-extractive recall run the lower bar kept constraints on code lines ("from
+"""Per-category thresholds that replace KEEP_THRESHOLD. Empty on purpose: a lower bar for
+constraints fits the gold set's tune part but keeps constraints on code lines ("from
 tidewater.recurrence import WeeklyRule" for "keep the public API unchanged")."""
 RELEVANT_THRESHOLD = 0.2
 """Similarity that makes a unit relevant to some fact, for precision."""
@@ -239,9 +229,8 @@ def negation_conflict(fact_text: str, candidate: str | Sequence[str], keys: Sequ
 
 
 NEG_MAX = 30
-"""Clauses longer than this many tokens are not read for negation conflicts: in long prose
-sentences the scope of a negation is too often another claim (gold set, round 4: prose
-summaries were 12 of the 21 false negation conflicts, bullets almost none)."""
+"""Clauses longer than this many tokens are not read for negation conflicts: in a long prose
+sentence the scope of a negation is too often another claim."""
 
 
 @lru_cache(maxsize=16384)
