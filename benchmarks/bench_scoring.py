@@ -122,11 +122,21 @@ def main() -> None:
     print(f"  score_summary     {ours * 1000:8.1f} ms  ({facts / ours:,.0f} facts/s)")
     print(f"  naive regex loop  {naive * 1000:8.1f} ms  ({facts / naive:,.0f} facts/s)")
     print(f"  ratio (ours / naive): {ours / naive:.1f}x")
-    old = _old_scorer_seconds(items)
-    if old is not None:
-        verdict = "ok" if ours <= 2 * old else "OVER the 2x budget"
+    # the two scorers run in turn, three times: on a shared machine the load changes between
+    # measurements, and the median of paired ratios is steadier than one pair
+    pairs = []
+    for _ in range(3):
+        old = _old_scorer_seconds(items)
+        if old is None:
+            break
+        pairs.append((_best_of(_ours, items, repeats=3), old))
+    if pairs:
+        ratios = sorted(o / b for o, b in pairs)
+        ratio, old = ratios[len(ratios) // 2], pairs[0][1]
+        verdict = "ok" if ratio <= 2 else "OVER the 2x budget"
         print(f"  scorer at {OLD_SCORER} (before the calibrated matcher) {old * 1000:8.1f} ms  ({facts / old:,.0f} facts/s)")
-        print(f"  ratio (ours / before): {ours / old:.2f}x  {verdict}")
+        print(f"  ratio (ours / before), median of {len(ratios)} paired runs: {ratio:.2f}x "
+              f"({', '.join(f'{r:.2f}' for r in ratios)})  {verdict}")
 
     if args.skip_run:
         return
