@@ -627,8 +627,14 @@ def _matchers_json() -> dict:
     cat = {"intent": agreement(gold, pred), "number": agreement(gold, gold)}
     table = {"overall": agreement(gold * 2, pred + gold), "by_category": cat,
              "by_split": {"not_tune": agreement(gold, pred)}, "heldout_by_category": {"intent": agreement(gold[:4], pred[:4])}}
+    from compaction_eval.validation.headline import part_table
+
+    # (trace, category, style, source, gold, predicted, keys-only predicted), the headline's rows
+    rows = [(f"t{i % 3}", ("intent", "number", "attempt")[i % 3], ("terse", "drifted")[i % 2], "openhands",
+             g, p, True) for i, (g, p) in enumerate(zip(gold * 3, pred * 2 + gold, strict=True))]
+    headline = {"status": "measured", "test": part_table(rows, resamples=50), "tune_cross_validated": part_table(rows[:9], 50)}
     return {"schema": "compaction-eval/matcher-validation@1", "gold": {"traces": 2, "fact_judgments": 12, "heldout_traces": ["t2"]},
-            "model": None, "facts": {"default": table, "literal": {"overall": agreement(gold, pred)}}}
+            "model": None, "facts": {"default": table, "literal": {"overall": agreement(gold, pred)}}, "headline": headline}
 
 
 def test_full_horizon_section_draws_every_part_and_its_numbers_equal_the_json(browser, runs, horizon_run, tmp_path):
@@ -662,9 +668,18 @@ def test_full_horizon_section_draws_every_part_and_its_numbers_equal_the_json(br
     ablation = page.js("[...document.querySelectorAll('#horizon-ablation-table td[data-k=cost_usd]')].map(c => +c.dataset.v)")
     assert ablation == pytest.approx([r["cost_usd"] for r in horizon_run["ablation"]["rows"]])
 
+    # the matchers section leads with the out-of-sample headline (the test part), not the in-sample fit
     kappas = page.js("[...document.querySelectorAll('#matchers-table td[data-k=kappa]')].map(c => c.textContent.trim())")
-    table = matchers["facts"]["default"]
-    assert kappas == [f"{a['kappa']:.2f}" for a in table["by_category"].values()] + [f"{table['overall']['kappa']:.2f}"]
+    test = matchers["headline"]["test"]
+    shown = [a["kappa"] for a in test["by_category"].values()] + [test["kappa"]]
+    assert None in shown  # a one-class category: shown as a dash, not as 0
+    assert kappas == ["–" if k is None else f"{k:.2f}" for k in shown]
+    lede = page.js("document.getElementById('matchers-headline').textContent")
+    low, high = test["kappa_ci"]
+    assert f"κ {test['kappa']:.2f} [{low:.2f}, {high:.2f}]" in " ".join(lede.split())
+    assert f"κ {test['keys_kappa']:.2f}" in lede and "never saw" in lede
+    styles = page.js("[...document.querySelectorAll('#matchers-by-style tbody tr td:first-child')].map(c => c.textContent)")
+    assert styles == list(test["by_style"])
 
 
 def test_per_step_tokens_add_up_to_the_input_sent_and_old_files_get_the_same_cost_split(horizon_run):

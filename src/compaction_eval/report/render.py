@@ -565,20 +565,29 @@ def _horizon_view(horizon: dict[str, Any]) -> dict[str, Any]:
 
 def _matchers_view(matchers: dict[str, Any]) -> dict[str, Any] | None:
     """Agreement of the default matcher with the hand-judged gold set (validate-matchers JSON):
-    κ and n per category, in-sample and on the held-out split."""
+    the headline (the test part, out of sample, beside key presence alone), by category, style
+    and source, and the tune part cross-validated by trace; or, before any test part exists,
+    the in-sample table."""
     table = (matchers.get("facts") or {}).get("default")
     if not isinstance(table, dict):
         return None
-    held = table.get("heldout_by_category") or {}
-    rows = [
-        {"category": cat, "label": CATEGORY_LABELS.get(cat, cat), "all": a, "held": held.get(cat) or {}}
-        for cat, a in (table.get("by_category") or {}).items()
-    ]
+    headline = matchers.get("headline") if isinstance(matchers.get("headline"), dict) else {}
+    test = headline.get("test") if isinstance(headline.get("test"), dict) else None
+    groups = []
+    if test:
+        for key, title in (("by_category", "category"), ("by_style", "summary style"), ("by_source", "source")):
+            rows = [{"label": CATEGORY_LABELS.get(name, name) if key == "by_category" else name, **a}
+                    for name, a in (test.get(key) or {}).items() if isinstance(a, dict)]
+            if rows:
+                groups.append({"key": key, "title": title, "rows": rows})
     others = {m: t.get("overall") for m, t in (matchers.get("facts") or {}).items() if m != "default" and isinstance(t, dict)}
     return {
-        "rows": rows,
+        "test": test,
+        "groups": groups,
+        "status": headline.get("status"),
+        "tune": headline.get("tune_cross_validated") if isinstance(headline.get("tune_cross_validated"), dict) else None,
+        "rows": [{"label": CATEGORY_LABELS.get(cat, cat), "all": a} for cat, a in (table.get("by_category") or {}).items()],
         "overall": table.get("overall") or {},
-        "overall_held": (table.get("by_split") or {}).get("not_tune") or {},
         "others": others,
         "gold": matchers.get("gold") or {},
         "model": matchers.get("model"),
