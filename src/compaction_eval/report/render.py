@@ -571,8 +571,10 @@ def _matchers_view(matchers: dict[str, Any]) -> dict[str, Any] | None:
     table = (matchers.get("facts") or {}).get("default")
     if not isinstance(table, dict):
         return None
-    headline = matchers.get("headline") if isinstance(matchers.get("headline"), dict) else {}
+    found = matchers.get("headline")
+    headline: dict[str, Any] = found if isinstance(found, dict) else {}
     test = headline.get("test") if isinstance(headline.get("test"), dict) else None
+    tune = headline.get("tune_cross_validated")
     groups = []
     if test:
         for key, title in (("by_category", "category"), ("by_style", "summary style"), ("by_source", "source")):
@@ -585,7 +587,7 @@ def _matchers_view(matchers: dict[str, Any]) -> dict[str, Any] | None:
         "test": test,
         "groups": groups,
         "status": headline.get("status"),
-        "tune": headline.get("tune_cross_validated") if isinstance(headline.get("tune_cross_validated"), dict) else None,
+        "tune": tune if isinstance(tune, dict) else None,
         "rows": [{"label": CATEGORY_LABELS.get(cat, cat), "all": a} for cat, a in (table.get("by_category") or {}).items()],
         "overall": table.get("overall") or {},
         "others": others,
