@@ -662,7 +662,9 @@ def _fmt(x: Any, digits: int = 2) -> str:
 
 def _signed(x: Any, digits: int = 3) -> str:
     x = _num(x)
-    return "–" if x is None else f"{x:+.{digits}f}"
+    if x is None:
+        return "–"
+    return f"{round(x, digits) + 0.0:+.{digits}f}"  # + 0.0: no "-0.000" for a tiny negative
 
 
 def _compact(x: Any) -> str:
