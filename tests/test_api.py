@@ -21,6 +21,7 @@ DOCTEST_MODULES = (
     "compaction_eval.api",
     "compaction_eval.contracts.settings",
     "compaction_eval.stats.bootstrap",
+    "compaction_eval.stats.blas",
     "compaction_eval.recall.matching.normalize",
 )
 
