@@ -32,7 +32,7 @@ from compaction_eval.compaction.compact import compact_sample
 from compaction_eval.contracts.labels import EXACT_CATEGORIES, Fact, Labels
 from compaction_eval.contracts.prompts import Candidate
 from compaction_eval.contracts.traces import Trace
-from compaction_eval.recall.scoring import score_summary
+from compaction_eval.recall.scoring import score_facts, score_summary
 from compaction_eval.standins.reader import probe_request
 
 PROBE_TYPES = ("recall", "artifact", "continuation", "decision")
@@ -99,7 +99,7 @@ async def probe_sample(trace: Trace, labels: Labels, at: int, candidate: Candida
     compacted = await compact_sample(compactor, trace, at, candidate, budget=settings.budget, keep_last=settings.keep_last,
                                      cache=use_generate_cache(compactor))
     summary_score = score_summary(compacted.summary, labels, trace, at)
-    context_score = score_summary(compacted.context, labels, trace, at)
+    context_score = score_facts(compacted.context, labels, at)  # the same verdicts, without precision and distortions
     in_summary = {v.id: v.kept for v in summary_score.facts}
     in_context = {v.id: v.kept for v in context_score.facts}
     probes = []
