@@ -343,6 +343,15 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
             model_args.setdefault("max_retries", 0)
         model = get_model(config.model, **model_args) if model_args else config.model
         extra: dict[str, Any] = {}
+        # inspect's live views cost CPU on every sample: the live metrics deep-copy every
+        # score once per metric about once a second (unseen under display "none"), and the
+        # realtime buffer writes every event to SQLite so a running eval can be watched. An
+        # offline run is over in seconds: nobody watches it. The log written at the end is
+        # the same (samples, scores, explanations; kept when the run fails).
+        if config.display == "none":
+            extra["score_display"] = False
+        if not real:
+            extra["log_realtime"] = False
         if real:
             extra["extra_headers"] = cache_scope(config)
             if config.batch:
