@@ -54,6 +54,10 @@ def test_results_follow_the_contract(small_run):
     assert results["schema"] == "compaction-eval/results@1" and results["suite"] == "fact_recall"
     assert results["model"] == "extractive/default" and results["offline_stand_in"] is True
     assert len(results["samples"]) == 2 * 2 * 2  # traces x points x prompts
+    # the compaction settings as one object, and as the flat keys every results@1 reader knows
+    config = results["config"]
+    assert config["compaction"] == {"budget": 800, "keep_last": 4, "shape": "inline", "focus": None}
+    assert {k: config[k] for k in config["compaction"]} == config["compaction"]
     for s in results["samples"]:
         assert {"trace", "point", "prompt", "recall", "precision", "facts", "avoid"} <= set(s)
         assert 0 <= s["recall"] <= 1 and 0 <= s["context_recall"] <= 1
