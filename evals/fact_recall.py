@@ -9,7 +9,7 @@ from pathlib import Path
 from inspect_ai import task
 
 from compaction_eval.contracts.paths import from_invocation_dir
-from compaction_eval.contracts.settings import DEFAULT_BUDGET, DEFAULT_KEEP_LAST
+from compaction_eval.contracts.settings import DEFAULT_BUDGET, DEFAULT_KEEP_LAST, DEFAULT_SHAPE
 from compaction_eval.recall.task import fact_recall as _fact_recall
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,7 +22,7 @@ def fact_recall(
     prompts: str = str(ROOT / "prompts"),
     budget: int = DEFAULT_BUDGET,
     keep_last: int = DEFAULT_KEEP_LAST,
-    shape: str = "inline",
+    shape: str = DEFAULT_SHAPE,
     focus: str | None = None,
     judge_model: str | None = None,
     cache: bool = False,

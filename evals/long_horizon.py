@@ -11,6 +11,7 @@ from pathlib import Path
 from inspect_ai import task
 
 from compaction_eval.contracts.paths import from_invocation_dir
+from compaction_eval.contracts.settings import DEFAULT_MODEL, HORIZON_COMPACTION
 from compaction_eval.horizon.task import long_horizon as _long_horizon
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,10 +24,12 @@ def long_horizon(
     size: str = "small",
     prompt: str = "handoff",
     prompts_dir: str = str(ROOT / "prompts"),
-    budget: int = 600,
+    budget: int = HORIZON_COMPACTION.budget,
+    keep_last: int = HORIZON_COMPACTION.keep_last,
+    focus: str | None = None,
     output_reserve: int = 512,
-    compactor: str | None = "extractive/default",
+    compactor: str | None = DEFAULT_MODEL,
 ):
     """Long-horizon completion of every world under one context configuration."""
     return _long_horizon(config=config, worlds=worlds, size=size, prompt=prompt, prompts_dir=from_invocation_dir(prompts_dir),
-                         budget=budget, output_reserve=output_reserve, compactor=compactor)
+                         budget=budget, keep_last=keep_last, focus=focus, output_reserve=output_reserve, compactor=compactor)

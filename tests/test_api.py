@@ -21,6 +21,7 @@ DOCTEST_MODULES = (
     "compaction_eval.api",
     "compaction_eval.contracts.settings",
     "compaction_eval.stats.bootstrap",
+    "compaction_eval.stats.blas",
     "compaction_eval.recall.matching.normalize",
 )
 
@@ -82,3 +83,18 @@ def test_a_committed_baseline_reads_and_gates_against_itself():
     comparison = ce.compare_runs(results, baseline)
     assert comparison.prompts and all(p.recall.delta == 0 and p.recall.ci == (0.0, 0.0) for p in comparison.prompts)
     assert ce.gate_runs(baseline, baseline).exit_code == 0
+
+
+def test_run_recall_takes_the_settings_as_one_value_or_by_field(monkeypatch, tmp_path):
+    seen = []
+    monkeypatch.setattr("compaction_eval.recall.run.run_recall", lambda config, out: seen.append(config) or {})
+    ce.run_recall(tmp_path / "a", budget=300, focus="the flaky test")
+    ce.run_recall(tmp_path / "b", compaction=ce.CompactionSettings(keep_last=2), budget=300)
+    ce.run_recall(tmp_path / "c", ce.RecallConfig(compaction=ce.CompactionSettings(shape="messages")), keep_last=1)
+    assert [c.compaction for c in seen] == [ce.CompactionSettings(budget=300, focus="the flaky test"),
+                                          ce.CompactionSettings(budget=300, keep_last=2),
+                                          ce.CompactionSettings(shape="messages", keep_last=1)]
+    with pytest.raises(ce.ContractError, match="--budget: 0 is not valid"):
+        ce.run_recall(tmp_path / "d", budget=0)
+    with pytest.raises(TypeError):
+        ce.RecallConfig(budget=300)  # the config itself has one home for the settings: `compaction`

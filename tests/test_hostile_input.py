@@ -284,6 +284,25 @@ def test_recall_refuses_bad_numbers_and_run_names_before_running(tmp_path, capsy
     assert not (tmp_path.parent / "escape").exists()
 
 
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["horizon", "--worlds", "build-01", "--budget", "0"], "--budget: 0 is not valid"),
+        (["replay", "--budget", "0"], "--budget: 0 is not valid"),
+        (["decay", "--budget", "-1"], "--budget: -1 is not valid"),
+        (["probes", "--keep-last", "-2"], "--keep-last: -2 is not valid"),
+        (["tune", str(ROOT / "prompts" / "terse.j2"), "--budget", "0"], "--budget: 0 is not valid"),
+    ],
+)
+def test_every_suite_checks_its_compaction_flags_in_one_place(tmp_path, capsys, argv, needle):
+    """Each command builds one CompactionSettings from its flags: the same check, the same line."""
+    out = ["--work-dir", str(tmp_path / "results")] if argv[0] == "tune" else ["--out", str(tmp_path / "results"), "--run", "r"]
+    code, _, err = cli(capsys, *argv, *out)
+    assert code == 2
+    one_error(err, needle)
+    assert not (tmp_path / "results").exists() or list((tmp_path / "results").iterdir()) == []
+
+
 def test_keep_last_that_empties_the_span_is_an_error_not_100_percent(tmp_path, capsys):
     code, _, err = cli(capsys, *recall_argv(tmp_path, "--keep-last", "1000", "--run", "r"))
     assert code == 2

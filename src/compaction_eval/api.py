@@ -22,7 +22,7 @@ from compaction_eval.contracts.labels import Labels, labels_from_text
 from compaction_eval.contracts.labels import load_labels as _load_labels_file
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import Candidate, load_candidate
-from compaction_eval.contracts.settings import DEFAULT_MODEL, CompactionSettings
+from compaction_eval.contracts.settings import COMPACTION_FIELDS, DEFAULT_MODEL, CompactionSettings
 from compaction_eval.contracts.traces import Trace, trace_from_json, validate_trace
 
 
@@ -124,13 +124,18 @@ def run_recall(out: Path | str, config: Any = None, **overrides: Any) -> dict[st
     """Run the fact-recall suite into the run directory `out`; returns results.json's data.
 
     `config` is a `RecallConfig` (defaults: the default corpus, every prompt, the offline
-    stand-in); keyword arguments override its fields.
+    stand-in); keyword arguments override its fields. The compaction settings are one value,
+    `compaction=CompactionSettings(...)`; `budget=`, `keep_last=`, `shape=` and `focus=`
+    still override that value's fields.
     """
     from compaction_eval.recall.run import RecallConfig
     from compaction_eval.recall.run import run_recall as _run
 
-    config = replace(config or RecallConfig(), **overrides)
-    return _run(config, Path(out))
+    config = config or RecallConfig()
+    flat = {k: overrides.pop(k) for k in COMPACTION_FIELDS if k in overrides}
+    if flat:
+        overrides["compaction"] = replace(overrides.get("compaction", config.compaction), **flat)
+    return _run(replace(config, **overrides), Path(out))
 
 
 def read_run(run_dir: Path | str) -> dict[str, Any]:

@@ -144,12 +144,17 @@ def test_horizon_json_unknown_price_and_a_failed_horizon_run_keeps_its_log(tmp_p
 
 
 def test_replay_json(tmp_path, capsys):
-    args = ["replay", *TINY, "--policies", "eviction", "--windows", "12000", "--out", str(tmp_path), "--run", "j", "--format", "json"]
+    args = ["replay", *TINY, "--policies", "eviction", "--windows", "12000", "--budget", "500", "--out", str(tmp_path), "--run", "j",
+            "--format", "json"]
     assert main(args) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["command"] == "replay" and doc["offline_stand_in"] is True
     assert doc["policies"][0]["policy"] == "eviction" and "samples" not in doc["policies"][0]
     assert doc["cost_model"]["price_model"] == REFERENCE_PRICE_MODEL and isinstance(doc["policies"][0]["cost_usd"], float)
+    # --budget became the config's one CompactionSettings; the file keeps the keys it always had
+    written = json.loads((tmp_path / "j" / "replay.json").read_text())
+    assert written["settings"]["budget"] == written["config"]["policy_budget"] == 500
+    assert written["settings"]["compaction"] == written["config"]["compaction"] == {"budget": 500, "keep_last": 4, "shape": "inline", "focus": None}
 
 
 def test_gate_json(tmp_path, capsys):

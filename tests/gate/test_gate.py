@@ -162,6 +162,38 @@ def test_setting_changes_can_be_allowed_explicitly():
     assert result.exit_code == EXIT_PASS and any("budget" in w for w in result.warnings)
 
 
+def _nested(doc: dict, **kw) -> dict:
+    """`doc` as runs write it now: the compaction settings also as one object, `config.compaction`."""
+    doc = copy.deepcopy(doc)
+    keys = ("budget", "keep_last", "shape", "focus")
+    doc["config"].update(kw)
+    doc["config"]["compaction"] = {k: doc["config"][k] for k in keys}
+    return doc
+
+
+def test_the_compaction_settings_define_what_is_compared_in_old_and_new_files_alike():
+    """Old results (flat config keys) and new ones (plus `config.compaction`) gate together;
+    a difference in any CompactionSettings field, recorded either way, makes them incomparable."""
+    old = _config(corpus_run("base"))
+    assert gate_runs(old, _nested(_config(corpus_run("cand")))).exit_code == EXIT_PASS
+    assert gate_runs(_nested(old), _config(corpus_run("cand"))).exit_code == EXIT_PASS
+    for key, value in {"budget": 400, "keep_last": 2, "shape": "messages", "focus": "the failing test"}.items():
+        with pytest.raises(GateInputError, match=f"{key}: baseline .*, candidate {value!r}"):
+            gate_runs(old, _nested(_config(corpus_run("cand")), **{key: value}))
+    # the nested object is what a new file means: it wins over flat keys that disagree
+    cand = _nested(_config(corpus_run("cand")), keep_last=2)
+    cand["config"]["keep_last"] = 4
+    with pytest.raises(GateInputError, match="keep_last: baseline 4, candidate 2"):
+        gate_runs(old, cand)
+
+
+def test_the_committed_baseline_gates_against_itself_written_the_new_way():
+    base = read_results(ROOT / "results" / "baselines" / "main" / "results.json")
+    assert "compaction" not in base["config"]  # written before the settings travelled as one value
+    result = gate_runs(base, _nested(base))
+    assert result.exit_code == EXIT_PASS and not result.warnings
+
+
 def test_a_new_prompt_without_a_baseline_is_reported_not_gated():
     base = corpus_run("base", prompts=("handoff",))
     cand = corpus_run("cand", prompts=("handoff", "brand-new"))

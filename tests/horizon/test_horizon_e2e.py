@@ -25,6 +25,7 @@ def test_runner_writes_horizon_json_atomically(tmp_path):
     assert data == json.loads(json.dumps(results))
     assert data["schema"] == "compaction-eval/horizon@1" and data["agent"] == "scripted/default"
     assert data["offline_stand_in"] is True and "not an LLM" in data["agent_note"]
+    assert data["compaction"] == {"budget": 600, "keep_last": 4, "shape": "inline", "focus": None}  # how `full` compacted
     assert [c["config"] for c in data["configs"]] == ["baseline", "full", "baseline-mutated"]
     for c in data["configs"]:
         lo, hi = c["completion_ci"]

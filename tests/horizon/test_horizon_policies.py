@@ -120,6 +120,29 @@ def test_full_keeps_head_and_tail_verbatim_and_reanchors():
     assert not isinstance(out[3], ChatMessageTool)  # the tail never starts with a result
 
 
+def test_full_takes_budget_keep_last_and_focus_from_its_compaction_settings():
+    from inspect_ai.model import ModelOutput, ModelUsage
+
+    from compaction_eval.contracts.settings import CompactionSettings
+
+    seen = []
+
+    def answer(input, tools, tool_choice, config):  # what the compactor is asked, and within what budget
+        seen.append((input[-1].text, config.max_tokens))
+        out = ModelOutput.from_content("mockllm/model", "- the summary")
+        out.usage = ModelUsage(input_tokens=1, output_tokens=3, total_tokens=4)
+        return out
+
+    msgs = history(8)
+    settings = CompactionSettings(budget=250, keep_last=2, focus="the flaky signal test")
+    spec = PolicySpec("full", prompts_dir=str(ROOT / "prompts"), compaction=settings, output_reserve=0)
+    policy = make_policy(spec, messages_tokens(msgs) // 2, NotesBook(), compactor=get_model("mockllm/model", custom_outputs=answer))
+    out, _ = run(policy.compact(get_model("extractive/default"), msgs, []))
+    [(prompt, max_tokens)] = seen
+    assert "Focus: the flaky signal test" in prompt and max_tokens <= 250
+    assert out[-2:] == msgs[-2:] and SUMMARY_LABEL in out[-3].text  # two messages kept verbatim, not four
+
+
 def test_builtins_and_user_strategies_resolve_by_name():
     from inspect_ai.model import CompactionEdit, CompactionSummary, CompactionTrim
 

@@ -54,6 +54,10 @@ def test_results_follow_the_contract(small_run):
     assert results["schema"] == "compaction-eval/results@1" and results["suite"] == "fact_recall"
     assert results["model"] == "extractive/default" and results["offline_stand_in"] is True
     assert len(results["samples"]) == 2 * 2 * 2  # traces x points x prompts
+    # the compaction settings as one object, and as the flat keys every results@1 reader knows
+    config = results["config"]
+    assert config["compaction"] == {"budget": 800, "keep_last": 4, "shape": "inline", "focus": None}
+    assert {k: config[k] for k in config["compaction"]} == config["compaction"]
     for s in results["samples"]:
         assert {"trace", "point", "prompt", "recall", "precision", "facts", "avoid"} <= set(s)
         assert 0 <= s["recall"] <= 1 and 0 <= s["context_recall"] <= 1
@@ -74,6 +78,57 @@ def test_results_follow_the_contract(small_run):
     assert results["prompts"][0]["recall"] >= results["prompts"][-1]["recall"]
     assert by_name["handoff"]["recall"] > by_name["terse"]["recall"]
     assert (work / "results" / "r1" / results["inspect_log"]).is_file()
+
+
+
+def test_the_runs_inspect_log_shows_recall_per_prompt_and_what_each_sample_lost(small_run):
+    """What `inspect view` shows of a run (offline runs skip inspect's live views): the
+    recall of each prompt, and each sample's explanation listing the facts it lost."""
+    from inspect_ai.log import read_eval_log
+
+    work, _ = small_run
+    results = json.loads((work / "results" / "r1" / "results.json").read_text())
+    log = read_eval_log(str(work / "results" / "r1" / results["inspect_log"]))
+    assert log.status == "success" and len(log.samples) == len(results["samples"])
+    recall = next(s for s in log.results.scores if s.name == "recall")
+    per_prompt = {m.name: m.value for m in recall.metrics.values() if m.group == "grouped"}
+    assert per_prompt == pytest.approx({p["prompt"]: p["recall"] for p in results["prompts"]}, abs=1e-4)
+    lost = 0
+    for sample in log.samples:
+        record = next(r for r in results["samples"] if (r["trace"], r["point"], r["prompt"]) ==
+                      (sample.metadata["trace"], sample.metadata["point"], sample.metadata["prompt"]))
+        explanation = sample.scores["fact_recall"].explanation
+        for fact in record["facts"]:
+            assert (f"`{fact['id']}`" in explanation) is (not fact["kept"]), (fact["id"], explanation)
+            lost += not fact["kept"]
+    assert lost  # the terse prompt loses facts: the check above had something to find
+
+
+def test_a_failed_run_keeps_its_inspect_log(tmp_path, monkeypatch):
+    """A sample that fails fails the run: no run directory, and inspect's log (status error,
+    the finished samples in it) stays where the error message says."""
+    from inspect_ai.log import read_eval_log
+
+    import compaction_eval.standins.extractive as extractive
+    from compaction_eval.recall.run import RecallConfig, RunFailed, run_recall
+
+    real = extractive.summarise
+
+    def summarise(conversation, instruction, budget, options):
+        if "handing this task over" in instruction:  # the handoff prompt's samples
+            raise RuntimeError("summariser broke on purpose")
+        return real(conversation, instruction, budget, options)
+
+    monkeypatch.setattr(extractive, "summarise", summarise)
+    config = RecallConfig(traces=[str(ROOT / "fixtures" / "traces")], labels=[str(ROOT / "labels" / "synth-ci-broken-001.yaml")],
+                          prompts=[str(ROOT / "prompts" / "handoff.j2"), str(ROOT / "prompts" / "terse.j2")], sample_retries=0)
+    with pytest.raises(RunFailed, match="summariser broke on purpose") as failed:
+        run_recall(config, tmp_path / "results" / "bad")
+    assert not (tmp_path / "results" / "bad").exists()
+    [kept] = (tmp_path / "results" / "logs" / "bad").rglob("*.eval")
+    assert str(kept) in str(failed.value)
+    log = read_eval_log(str(kept))
+    assert log.status == "error" and log.samples
 
 
 def test_bad_labels_leave_no_run_directory(tmp_path):

@@ -19,7 +19,7 @@ from compaction_eval.contracts.labels import lint_against_trace, load_labels
 from compaction_eval.contracts.traces import Trace, trace_from_json, validate_trace
 from compaction_eval.recall.matching.judge import JudgeVerdict, judge_facts
 from compaction_eval.recall.matching.literal import source_index
-from compaction_eval.recall.scoring import SummaryScore, score_summary
+from compaction_eval.recall.scoring import SummaryScore, score_facts, score_summary
 from conftest import MINI_SWE, needs_shared
 
 pytestmark = needs_shared  # builds its own trace from the raw mini-swe-agent file (other ids and indices than fixtures/real)
@@ -417,6 +417,31 @@ def test_judge_through_inspect_mockllm_end_to_end(trace, labels, faithful):
     score = score_summary(faithful, labels, trace, AT, judged=judged)
     assert verdict(score, "first-fix-broke-signal-test").matcher == "judge"
     assert score.recall == pytest.approx(9 / 10)
+
+
+# ---------------------------------------------------------------------------- the whole context
+
+
+@pytest.mark.parametrize("summary", ["faithful", "vague", "empty"])
+def test_the_context_pass_gives_the_verdicts_of_the_full_score(trace, labels, faithful, summary):
+    """score_facts (the recall suite's pass over the whole compacted context) skips precision,
+    avoid items and distortions, not the verdicts: on a real context (head, summary, anchor,
+    tail) it keeps and loses the same facts, with the same evidence, as score_summary."""
+    from compaction_eval.compaction.compact import assemble_context
+    from compaction_eval.compaction.split import split_history
+
+    text = {"faithful": faithful, "vague": "- We are fixing something in Django.", "empty": ""}[summary]
+    context = assemble_context(trace, split_history(trace, AT, 4), text)
+    full, facts = score_summary(context, labels, trace, AT), score_facts(context, labels, AT)
+
+    def fields(v):
+        return (v.id, v.kept, v.matcher, v.evidence, v.similarity, v.note, v.probability, v.uncertain)
+
+    assert [fields(v) for v in facts.facts] == [fields(v) for v in full.facts]
+    assert (facts.recall, facts.recall_by_category) == (full.recall, full.recall_by_category)
+    kept = sum(v.kept for v in facts.facts)
+    # the tail and head keep some facts whatever the summary says; a faithful summary keeps all
+    assert kept == len(facts.facts) if summary == "faithful" else 0 < kept < len(facts.facts)
 
 
 # ---------------------------------------------------------------------------- speed

@@ -30,6 +30,7 @@ import yaml
 from PIL import Image, ImageStat
 
 from compaction_eval.contracts.runfiles import read_results, write_json_atomic
+from compaction_eval.contracts.settings import CompactionSettings
 from compaction_eval.gate.compare import compare_dirs
 from compaction_eval.recall.run import RecallConfig, run_recall
 from compaction_eval.report import plots
@@ -270,8 +271,8 @@ def runs(tmp_path_factory):
         mp.setenv("INSPECT_LOG_DIR", str(root / "inspect-logs"))
         mp.setenv("INSPECT_DISPLAY", "none")
         mp.delenv("ANTHROPIC_API_KEY", raising=False)
-        run_recall(RecallConfig(**common, budget=800), root / "runs" / "cand")
-        run_recall(RecallConfig(**common, budget=250), root / "runs" / "base")
+        run_recall(RecallConfig(**common, compaction=CompactionSettings(budget=800)), root / "runs" / "cand")
+        run_recall(RecallConfig(**common, compaction=CompactionSettings(budget=250)), root / "runs" / "base")
     return root / "runs" / "cand", root / "runs" / "base"
 
 

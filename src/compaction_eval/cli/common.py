@@ -12,10 +12,12 @@ from compaction_eval.cli.progress import add_output_args
 from compaction_eval.contracts.paths import DEFAULTS
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.settings import (
+    COMPACTION_FIELDS,
     DEFAULT_BUDGET,
     DEFAULT_KEEP_LAST,
     DEFAULT_MODEL,
     DEFAULT_SHAPE,
+    CompactionSettings,
 )
 
 DEFAULT_TRACES = list(DEFAULTS["traces"])
@@ -55,6 +57,14 @@ def model_args(pairs: list[str] | None) -> dict:
             raise ContractError([Problem("-M", "", f"expected KEY=VALUE, got {pair!r}")])
         out[key.strip()] = yaml.safe_load(value)
     return out
+
+
+def compaction_settings(args: argparse.Namespace, **defaults: object) -> CompactionSettings:
+    """The command's one `CompactionSettings`, built from its flags (`--budget`, `--keep-last`,
+    `--shape`, `--focus`: those it has); a setting without a flag takes `defaults`, else the
+    settings' own default. Bad values are a ContractError naming the flag."""
+    given = {name: getattr(args, name) for name in COMPACTION_FIELDS if getattr(args, name, None) is not None}
+    return CompactionSettings(**{**defaults, **given})  # type: ignore[arg-type]
 
 
 def run_dir(args: argparse.Namespace) -> Path:

@@ -7,7 +7,7 @@ import contextlib
 import sys
 from pathlib import Path
 
-from compaction_eval.cli.common import run_dir
+from compaction_eval.cli.common import compaction_settings, run_dir
 from compaction_eval.cli.progress import emit_json, inspect_display, progress, wants_json, without_samples
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.settings import (
@@ -15,6 +15,7 @@ from compaction_eval.contracts.settings import (
     DEFAULT_HORIZON_BUDGET,
     DEFAULT_HORIZON_PROMPT,
     DEFAULT_MODEL,
+    HORIZON_COMPACTION,
 )
 
 
@@ -69,7 +70,8 @@ def horizon_config(args: argparse.Namespace, *, in_run: bool = False):
         compactor=args.model if in_run else args.compactor,
         prompt=_run_prompt(args) if in_run else args.prompt,
         prompts_dir=_run_prompts_dir(args) if in_run else args.prompts_dir,
-        budget=DEFAULT_HORIZON_BUDGET if in_run else args.budget,
+        # inside `run`, --budget and friends are the recall suite's: `full` keeps its own
+        compaction=HORIZON_COMPACTION if in_run else compaction_settings(args),
         prices=prices,
         price_model=args.price_model,
         display=inspect_display(args),

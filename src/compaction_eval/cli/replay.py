@@ -11,6 +11,8 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+from compaction_eval.contracts.settings import DEFAULT_BUDGET, DEFAULT_KEEP_LAST, HORIZON_COMPACTION
+
 COMMANDS = {
     "replay": "replay recorded traces under context policies at several windows: visible facts, tokens, compactions, cost",
     "decay": "chains of K compactions (each summarising the previous summary plus what followed): survival per category",
@@ -37,16 +39,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                            help="context policies: baseline, eviction, full, inspect-*, module:Class")
             p.add_argument("--windows", nargs="+", type=int, default=[12000, 24000], help="context windows in tokens")
             p.add_argument("--prompt", default="handoff", help="candidate prompt of `full`")
-            p.add_argument("--budget", type=int, default=600, help="summary budget of `full`")
+            p.add_argument("--budget", type=int, default=HORIZON_COMPACTION.budget, help=f"summary budget of `full` (default: {HORIZON_COMPACTION.budget})")
             p.add_argument("--price-model", help="entry of the price table (default: matched from --model)")
         elif name == "decay":
             p.add_argument("--k", type=int, default=5, help="compactions in each chain (default 5)")
-            p.add_argument("--budget", type=int, default=600, help="summary budget of each compaction")
+            p.add_argument("--budget", type=int, default=HORIZON_COMPACTION.budget, help=f"summary budget of each compaction (default: {HORIZON_COMPACTION.budget})")
             p.add_argument("--only-prompts", nargs="+", help="prompt names to run (default: all)")
         else:
             p.add_argument("--reader", help="model answering the probes (default: reader/default offline, else --model)")
-            p.add_argument("--budget", type=int, default=800, help="summary budget of the compaction")
-            p.add_argument("--keep-last", type=int, default=4)
+            p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"summary budget of the compaction (default: {DEFAULT_BUDGET})")
+            p.add_argument("--keep-last", type=int, default=DEFAULT_KEEP_LAST, help=f"messages kept verbatim at the end (default: {DEFAULT_KEEP_LAST})")
             p.add_argument("--only-prompts", nargs="+", help="prompt names to run (default: all)")
         from compaction_eval.cli.progress import add_output_args
 
@@ -55,17 +57,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def config_from(args: argparse.Namespace):
+    from compaction_eval.cli.common import compaction_settings
     from compaction_eval.replay.run import ReplayRunConfig
 
     config = ReplayRunConfig(traces=args.traces, labels=args.labels, prompts=args.prompts, model=args.model,
-                             max_traces=args.max_traces, max_retries=args.max_retries, timeout=args.timeout)
+                             compaction=compaction_settings(args), max_traces=args.max_traces, max_retries=args.max_retries,
+                             timeout=args.timeout)
     if args.mode == "replay":
         config.policies, config.windows = list(args.policies), list(args.windows)
-        config.policy_prompt, config.policy_budget, config.price_model = args.prompt, args.budget, args.price_model
+        config.policy_prompt, config.price_model = args.prompt, args.price_model
     elif args.mode == "decay":
-        config.k, config.decay_budget, config.decay_prompts = args.k, args.budget, args.only_prompts
+        config.k, config.decay_prompts = args.k, args.only_prompts
     else:
-        config.reader, config.probe_budget, config.keep_last, config.probe_prompts = args.reader, args.budget, args.keep_last, args.only_prompts
+        config.reader, config.probe_prompts = args.reader, args.only_prompts
     return config
 
 

@@ -7,7 +7,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from compaction_eval.cli.common import compaction_settings
 from compaction_eval.contracts.paths import TUNE_CORPUS
+from compaction_eval.contracts.settings import DEFAULT_BUDGET, DEFAULT_MODEL, DEFAULT_SHAPE, SHAPES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,9 +26,9 @@ def add_tune_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="FILE", help="the reduced (or optimised) prompt file (default: next to PROMPT, <name>-tuned.j2 / <name>-optimized.j2)")
     p.add_argument("--traces", nargs="+", help="trace files or directories (default: fixtures/traces)")
     p.add_argument("--labels", nargs="+", help="labels files or directories (default: labels)")
-    p.add_argument("--model", default="extractive/default", help="compaction model (default: the offline extractive summariser)")
-    p.add_argument("--budget", type=int, default=800, help="summary budget in tokens (default: 800)")
-    p.add_argument("--shape", choices=["inline", "messages"], default="inline", help="how the conversation is sent (default: inline)")
+    p.add_argument("--model", default=DEFAULT_MODEL, help="compaction model (default: the offline extractive summariser)")
+    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"summary budget in tokens (default: {DEFAULT_BUDGET})")
+    p.add_argument("--shape", choices=SHAPES, default=DEFAULT_SHAPE, help=f"how the conversation is sent (default: {DEFAULT_SHAPE})")
     p.add_argument("--worlds", nargs="+", help="long-horizon worlds (default: all)")
     p.add_argument("--agent", default="scripted/default", help="long-horizon agent (default: the offline scripted agent)")
     p.add_argument("--work-dir", help="keep the per-round runs here (default: a temporary directory)")
@@ -56,7 +58,7 @@ def run_tune_command(args: argparse.Namespace) -> int:
 
     config = TuneConfig(
         prompt=args.prompt, suite=args.suite, tolerance=args.tolerance, traces=args.traces or list(TUNE_CORPUS["traces"]),
-        labels=args.labels or list(TUNE_CORPUS["labels"]), model=args.model, budget=args.budget, shape=args.shape, worlds=args.worlds,
+        labels=args.labels or list(TUNE_CORPUS["labels"]), model=args.model, compaction=compaction_settings(args), worlds=args.worlds,
         agent=args.agent, work_dir=args.work_dir, min_fields=args.min_fields,
     )
     result = tune(config, out_prompt=Path(args.out) if args.out else None, log=lambda m: print(m, file=sys.stderr))
@@ -78,7 +80,7 @@ def _optimize(args: argparse.Namespace) -> int:
     optimiser = args.optimiser or (STANDIN_OPTIMISER if is_stand_in(args.model) else args.model)
     config = OptimizeConfig(
         prompt=args.prompt, optimiser=optimiser, rounds=args.rounds, traces=args.traces or list(TUNE_CORPUS["traces"]),
-        labels=args.labels or list(TUNE_CORPUS["labels"]), model=args.model, budget=args.budget, shape=args.shape, others=args.others,
+        labels=args.labels or list(TUNE_CORPUS["labels"]), model=args.model, compaction=compaction_settings(args), others=args.others,
         tolerance=args.tolerance, category_tolerance=args.category_tolerance, work_dir=args.work_dir,
         max_retries=args.max_retries, timeout=args.timeout,
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, Model
 
@@ -14,12 +13,9 @@ from compaction_eval.compaction.render import (
 )
 from compaction_eval.compaction.split import Split, split_history
 from compaction_eval.contracts.prompts import Candidate
-from compaction_eval.contracts.settings import DEFAULT_KEEP_LAST
+from compaction_eval.contracts.settings import DEFAULT_KEEP_LAST, DEFAULT_SHAPE, Shape
 from compaction_eval.contracts.tokens import count_tokens, truncate_tokens
 from compaction_eval.contracts.traces import Trace
-
-Shape = Literal["inline", "messages"]
-SHAPES: tuple[Shape, ...] = ("inline", "messages")
 
 SUMMARY_LABEL = "[Summary of the earlier conversation, written by the compaction model]"
 ANCHOR_LABEL = "[Original request, verbatim]"
@@ -95,7 +91,7 @@ async def compact_sample(
     *,
     budget: int,
     keep_last: int = DEFAULT_KEEP_LAST,
-    shape: Shape = "inline",
+    shape: Shape = DEFAULT_SHAPE,
     focus: str | None = None,
     cache: bool = False,
 ) -> Compacted:

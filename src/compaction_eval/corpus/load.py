@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from compaction_eval.contracts.labels import Labels, lint_against_trace, load_labels
 from compaction_eval.contracts.paths import resolve_input, split_selector
@@ -135,9 +135,9 @@ class Corpus:
         """(trace id, point) for every labelled point, in a stable order."""
         return [(tid, at) for tid in sorted(self.labels) for at in self.labels[tid].points]
 
-    def to_dataset(self) -> "datasets.Dataset":
+    def rows(self) -> list[dict[str, Any]]:
         """One row per sample (trace x point) with where its files live."""
-        rows = [
+        return [
             {
                 "id": f"{tid}@{at}",
                 "trace": tid,
@@ -149,9 +149,12 @@ class Corpus:
             }
             for tid, at in self.samples()
         ]
+
+    def to_dataset(self) -> "datasets.Dataset":
+        """`rows()` as a Hugging Face dataset (imports `datasets`, about a CPU-second)."""
         import datasets
 
-        return datasets.Dataset.from_list(rows)
+        return datasets.Dataset.from_list(self.rows())
 
 
 def check_corpus(trace_inputs: Iterable[Path | str], label_inputs: Iterable[Path | str]) -> tuple[Corpus, list[Problem]]:

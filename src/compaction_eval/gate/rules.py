@@ -44,6 +44,7 @@ from xml.etree import ElementTree as ET
 from compaction_eval.contracts.labels import CATEGORIES
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.runfiles import read_results
+from compaction_eval.contracts.settings import COMPARED, recorded_settings
 from compaction_eval.gate.compare import (
     Comparison,
     CorpusMismatch,
@@ -58,9 +59,6 @@ EXIT_PASS = 0
 EXIT_REGRESSION = 1
 EXIT_UNUSABLE = 2
 
-# Settings that change what a summary can contain: runs that differ here are not comparable
-# (a prompt edit must be the only difference between a baseline and a candidate).
-COMPARABLE_SETTINGS = ("model", "budget", "keep_last", "shape", "focus", "judge_model")
 MAX_LISTED_FACTS = 150  # per list in the markdown: a PR comment is limited to 65,536 characters
 
 
@@ -135,14 +133,12 @@ def load_run(path: Path | str, role: str) -> tuple[dict[str, Any], Path]:
 
 
 def setting_differences(baseline: dict[str, Any], candidate: dict[str, Any]) -> list[str]:
-    """The settings (model, budget, ...) in which two runs differ, one line each."""
-    out = []
-    for key in COMPARABLE_SETTINGS:
-        b = baseline.get("config", {}).get(key, baseline.get(key))
-        c = candidate.get("config", {}).get(key, candidate.get(key))
-        if b != c:
-            out.append(f"{key}: baseline {b!r}, candidate {c!r}")
-    return out
+    """The settings in which two runs differ, one line each: those that change what a summary
+    can contain (the models and the `CompactionSettings`, `settings.COMPARED`), as each
+    results file records them (`settings.recorded_settings`, old files included). A prompt
+    edit must be the only difference between a baseline and a candidate."""
+    b, c = recorded_settings(baseline), recorded_settings(candidate)
+    return [f"{key}: baseline {b[key]!r}, candidate {c[key]!r}" for key in COMPARED if b[key] != c[key]]
 
 
 def check_comparable(

@@ -36,7 +36,7 @@ from inspect_ai.tool import ToolInfo
 
 from compaction_eval.compaction.cache import use_generate_cache
 from compaction_eval.contracts.chat_tokens import message_tokens, tools_tokens
-from compaction_eval.contracts.settings import DEFAULT_HORIZON_BUDGET
+from compaction_eval.contracts.settings import DEFAULT_HORIZON_BUDGET, DEFAULT_KEEP_LAST, CompactionSettings
 from compaction_eval.horizon.ledger import STORE_KEY, Ledger
 from compaction_eval.horizon.policies.notes import NOTES_TOOL, NotesBook
 from compaction_eval.horizon.policies.resolve import PolicySpec, make_policy
@@ -49,18 +49,19 @@ CONTINUE = "Continue with the task using the tools; call submit(answer) when you
 
 @solver
 def horizon_agent(config: str = "full", prompt: str = "handoff", prompts_dir: str = "prompts", budget: int = DEFAULT_HORIZON_BUDGET,
-                  output_reserve: int = 512, max_steps: int | None = None) -> Solver:
+                  keep_last: int = DEFAULT_KEEP_LAST, focus: str | None = None, output_reserve: int = 512, max_steps: int | None = None) -> Solver:
     """Run the sample's world under one context configuration.
 
     Args:
         config: the configuration (see policies.resolve).
         prompt: candidate prompt of `full`.
         prompts_dir: directory of candidate prompts.
-        budget: summary budget of `full` in tokens.
+        budget, keep_last, focus: how `full` compacts (one `CompactionSettings`).
         output_reserve: tokens of the window kept for each reply (also `max_tokens`).
         max_steps: model calls before giving up (default: 4 x plan length + 8).
     """
-    spec = PolicySpec(name=config, prompt=prompt, prompts_dir=prompts_dir, budget=budget, output_reserve=output_reserve)
+    settings = CompactionSettings(budget=budget, keep_last=keep_last, focus=focus)
+    spec = PolicySpec(name=config, prompt=prompt, prompts_dir=prompts_dir, compaction=settings, output_reserve=output_reserve)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         world = get_world(state.metadata["world"], state.metadata["size"])

@@ -20,8 +20,9 @@ from compaction_eval.contracts.runfiles import (
 )
 from compaction_eval.contracts.settings import (
     DEFAULT_AGENT,
-    DEFAULT_HORIZON_BUDGET,
     DEFAULT_MODEL,
+    HORIZON_COMPACTION,
+    CompactionSettings,
     is_stand_in,
 )
 from compaction_eval.horizon.ablation import cache_ablation
@@ -52,7 +53,9 @@ class HorizonConfig:
         size: world size preset.
         model: the agent model.
         compactor: model of the `compactor` role (summaries of `full` and `inspect-summary`).
-        prompt, prompts_dir, budget, output_reserve: see tasks.long_horizon.
+        prompt, prompts_dir, output_reserve: see horizon.task.long_horizon.
+        compaction: how `full` compacts (budget, keep_last, focus; the span is rendered
+            inline, so `shape: messages` is refused).
         prices: price table; price_model: its entry (default: matched from `model`; offline
             stand-ins are priced as the reference model; a model the table does not price
             has cost None, "unknown").
@@ -67,13 +70,16 @@ class HorizonConfig:
     compactor: str = DEFAULT_MODEL
     prompt: str = "handoff"
     prompts_dir: str = "prompts"
-    budget: int = DEFAULT_HORIZON_BUDGET
+    compaction: CompactionSettings = HORIZON_COMPACTION
     output_reserve: int = 512
     prices: dict[str, PriceTable] = field(default_factory=lambda: dict(PRICES))
     price_model: str | None = None
     seconds_per_request: float = 5.0
     display: DisplayType = "plain"
     max_samples: int | None = None
+
+    def __post_init__(self) -> None:
+        self.compaction.require_inline("the long-horizon suite")
 
 
 def run_horizon(config: HorizonConfig, out: Path, *, existing: bool = False) -> dict[str, Any]:
@@ -98,12 +104,12 @@ def run_horizon(config: HorizonConfig, out: Path, *, existing: bool = False) -> 
 def _run_into(config: HorizonConfig, directory: Path, final: Path) -> dict[str, Any]:
     from inspect_ai import eval as inspect_eval
 
-    from compaction_eval.horizon.task import long_horizon
+    from compaction_eval.horizon.task import horizon_task_settings, long_horizon
 
     ids = config.worlds or world_ids()
     tasks = [
         long_horizon(config=c, worlds=ids, size=config.size, prompt=config.prompt, prompts_dir=str(resolve_input(config.prompts_dir).resolve()),
-                     budget=config.budget, output_reserve=config.output_reserve, compactor=config.compactor)
+                     output_reserve=config.output_reserve, compactor=config.compactor, **horizon_task_settings(config.compaction))
         for c in config.configs
     ]
     # inspect's logs are written where they stay, failed or not (as the recall suite does), so
@@ -144,6 +150,7 @@ def _run_into(config: HorizonConfig, directory: Path, final: Path) -> dict[str, 
         "n_worlds": len(ids),
         "worlds": ids,
         "prompt": config.prompt,
+        "compaction": config.compaction.to_json(),  # optional (horizon@1): how `full` compacted
         "cost_model": {
             **pricing.to_json(), "seconds_per_request": config.seconds_per_request,
             "source": "simulated from the request sequence" if all(s["cost_source"] == "simulated" for c in summaries for s in c["samples"]) else "provider-reported cache usage",

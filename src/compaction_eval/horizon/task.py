@@ -9,7 +9,9 @@ from inspect_ai.dataset import MemoryDataset, Sample
 
 from compaction_eval.contracts.settings import (
     DEFAULT_HORIZON_BUDGET,
+    DEFAULT_KEEP_LAST,
     DEFAULT_MODEL,
+    CompactionSettings,
 )
 from compaction_eval.horizon.agent import horizon_agent
 from compaction_eval.horizon.scorer import horizon_checker
@@ -31,6 +33,12 @@ def horizon_dataset(worlds: list[str] | None = None, size: str = "small") -> Mem
     return MemoryDataset(samples, name="long_horizon")
 
 
+def horizon_task_settings(settings: CompactionSettings) -> dict[str, Any]:
+    """`long_horizon`'s arguments for `settings` (its policies render the span inline)."""
+    settings.require_inline("the long-horizon suite")
+    return {"budget": settings.budget, "keep_last": settings.keep_last, "focus": settings.focus}
+
+
 @task
 def long_horizon(
     config: str = "full",
@@ -39,6 +47,8 @@ def long_horizon(
     prompt: str = "handoff",
     prompts_dir: str = "prompts",
     budget: int = DEFAULT_HORIZON_BUDGET,
+    keep_last: int = DEFAULT_KEEP_LAST,
+    focus: str | None = None,
     output_reserve: int = 512,
     compactor: str | None = DEFAULT_COMPACTOR,
 ) -> Task:
@@ -51,7 +61,8 @@ def long_horizon(
         size: world size preset (`small`, `medium`, `large`).
         prompt: candidate prompt used by `full`.
         prompts_dir: directory of candidate prompts.
-        budget: summary budget in tokens.
+        budget, keep_last, focus: how `full` compacts (see `CompactionSettings`; plain task
+            arguments, so inspect records them and takes them from `-T`).
         output_reserve: tokens of the window kept for each reply.
         compactor: default model of the `compactor` role (overridden by `--model-role
             compactor=...`); the offline extractive summariser unless set.
@@ -63,7 +74,8 @@ def long_horizon(
     max_steps = 4 * longest + 8
     return Task(
         dataset=dataset,
-        solver=horizon_agent(config=config, prompt=prompt, prompts_dir=prompts_dir, budget=budget, output_reserve=output_reserve),
+        solver=horizon_agent(config=config, prompt=prompt, prompts_dir=prompts_dir, budget=budget, keep_last=keep_last, focus=focus,
+                             output_reserve=output_reserve),
         scorer=horizon_checker(),
         # The loop stops itself at max_steps; the limit is the guard against a runaway sample
         # (each step adds an assistant message, its tool results and possibly a note).

@@ -14,7 +14,7 @@ from compaction_eval.corpus.load import load_corpus
 def recall_samples(traces: Sequence[Path | str], labels: Sequence[Path | str], candidates: list[Candidate]) -> MemoryDataset:
     """Samples for every labelled point of every trace, under every candidate prompt."""
     corpus = load_corpus(traces, labels)
-    rows = corpus.to_dataset()
+    rows = corpus.rows()
     samples = [
         Sample(
             id=f"{row['id']}/{c.name}",

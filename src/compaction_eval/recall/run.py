@@ -31,11 +31,8 @@ from compaction_eval.contracts.runfiles import (
     write_json_atomic,
 )
 from compaction_eval.contracts.settings import (
-    DEFAULT_BUDGET,
-    DEFAULT_KEEP_LAST,
     DEFAULT_MODEL,
-    DEFAULT_SHAPE,
-    Shape,
+    CompactionSettings,
     is_stand_in,
 )
 from compaction_eval.corpus.hf import absolute as hf_absolute
@@ -65,8 +62,8 @@ class RecallConfig:
     Args:
         traces, labels, prompts: files or directories.
         model: the compaction model (`extractive/default` offline, `anthropic/<name>` real).
-        budget: summary budget in tokens; keep_last: messages kept verbatim at the end.
-        shape: `inline` or `messages`; focus: optional focus instruction.
+        compaction: how each sample is compacted (budget, keep_last, shape, focus): what a
+            run must share with another to be compared.
         judge_model: optional LLM judge for meaning categories.
         epochs: repeats per sample (for noise estimates with real models).
         max_connections, max_retries, timeout: limits for real providers; inspect's
@@ -83,10 +80,7 @@ class RecallConfig:
     labels: list[str] = field(default_factory=lambda: list(DEFAULTS["labels"]))
     prompts: list[str] = field(default_factory=lambda: ["prompts"])
     model: str = DEFAULT_MODEL
-    budget: int = DEFAULT_BUDGET
-    keep_last: int = DEFAULT_KEEP_LAST
-    shape: Shape = DEFAULT_SHAPE
-    focus: str | None = None
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
     judge_model: str | None = None
     epochs: int = 1
     max_connections: int = 8
@@ -103,10 +97,10 @@ class RecallConfig:
 
     def check(self) -> None:
         """Refuse numbers that would run and report something wrong (ContractError naming
-        the option): a negative `--keep-last` acting as 0, a budget of 0 sent to a model."""
+        the option): a retry count of -1, no epochs. (`CompactionSettings` checks its own.)"""
+        if not isinstance(self.compaction, CompactionSettings):
+            raise ContractError([Problem("compaction", "", f"{self.compaction!r} is not a CompactionSettings")])
         rules = [
-            ("--budget", self.budget, 1, "a positive number of tokens"),
-            ("--keep-last", self.keep_last, 0, "0 or more messages"),
             ("--epochs", self.epochs, 1, "at least 1"),
             ("--max-retries", self.max_retries, 0, "0 or more"),
             ("--timeout", self.timeout, 1, "at least 1 second"),
@@ -116,12 +110,23 @@ class RecallConfig:
         for flag, value, low, what in rules:
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ContractError([Problem(flag, "", f"{value!r} is not valid: must be {what}")])
-        if self.shape not in ("inline", "messages"):
-            raise ContractError([Problem("--shape", "", f"{self.shape!r} is not 'inline' or 'messages'")])
 
     @property
     def offline_stand_in(self) -> bool:
         return is_stand_in(self.model)
+
+
+def config_json(config: RecallConfig) -> dict[str, Any]:
+    """results.json's `config`: the fields of `config` (the compaction settings as one object,
+    `compaction`) plus the settings' flat keys every results@1 reader knows (`budget`,
+    `keep_last`, `shape`, `focus`). `display` is left out: it changes nothing measured."""
+    out: dict[str, Any] = {}
+    for key, value in asdict(config).items():
+        if key == "compaction":
+            out.update(value)  # the flat keys, where results@1 always had them
+        if key != "display":
+            out[key] = value
+    return out
 
 
 def empty_span_problems(corpus: Any, keep_last: int) -> list[Problem]:
@@ -293,7 +298,8 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
     from_hf = any(map(is_hf, [*config.traces, *config.labels]))
     if from_hf and config.redact:
         raise ContractError([Problem("--redact", "", "not available with hf: inputs (redact the files, then export them)")])
-    empty = empty_span_problems(corpus, config.keep_last)
+    settings = config.compaction
+    empty = empty_span_problems(corpus, settings.keep_last)
     if empty:
         raise ContractError(empty)
     candidates = load_candidates(config.prompts)
@@ -316,7 +322,7 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
         dropped: list[str] = []
         if from_hf:
             traces, labels = _hf_files(corpus, stage)
-        focus = config.focus
+        focus = settings.focus
         if config.redact:
             traces, redactions = _redacted_traces(config, stage)
             labels = _redacted_labels(config, stage, dropped)
@@ -329,9 +335,9 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
             traces=traces,
             labels=labels,
             prompts=config.prompts,
-            budget=config.budget,
-            keep_last=config.keep_last,
-            shape=config.shape,
+            budget=settings.budget,
+            keep_last=settings.keep_last,
+            shape=settings.shape,
             focus=focus,
             judge_model=config.judge_model,
             cache=real,
@@ -343,6 +349,15 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
             model_args.setdefault("max_retries", 0)
         model = get_model(config.model, **model_args) if model_args else config.model
         extra: dict[str, Any] = {}
+        # inspect's live views cost CPU on every sample: the live metrics deep-copy every
+        # score once per metric about once a second (unseen under display "none"), and the
+        # realtime buffer writes every event to SQLite so a running eval can be watched. An
+        # offline run is over in seconds: nobody watches it. The log written at the end is
+        # the same (samples, scores, explanations; kept when the run fails).
+        if config.display == "none":
+            extra["score_display"] = False
+        if not real:
+            extra["log_realtime"] = False
         if real:
             extra["extra_headers"] = cache_scope(config)
             if config.batch:
@@ -388,7 +403,7 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
                 else None
             ),
             # model args may carry credentials (api_key=...): never write them verbatim
-            "config": redact_json({k: v for k, v in asdict(config).items() if k not in ("display",)}),
+            "config": redact_json(config_json(config)),
             "redactions": {"replaced": redactions, "avoid_items_removed": dropped} if config.redact else None,
             "corpus": corpus_stats(corpus),
             "inspect_log": str(inspect_log.relative_to(stage)) if inspect_log else None,

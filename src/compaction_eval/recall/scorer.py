@@ -11,7 +11,7 @@ from inspect_ai.solver import TaskState
 from compaction_eval.contracts.labels import EXACT_CATEGORIES, Labels
 from compaction_eval.recall.loading import labels_at, trace_at
 from compaction_eval.recall.matching.judge import judge_facts
-from compaction_eval.recall.scoring import SummaryScore, score_summary
+from compaction_eval.recall.scoring import SummaryScore, score_facts, score_summary
 from compaction_eval.recall.solver import STORE_KEY
 
 METRICS = ("recall", "precision", "context_recall", "compression", "critical_lost", "distortions")
@@ -72,7 +72,8 @@ def fact_recall(judge_model: str | None = None) -> Scorer:
             meaning = [f for f in in_scope.expected(at) if f.category not in EXACT_CATEGORIES]
             judged = await judge_facts(get_model(judge_model), summary, meaning) if meaning else {}
         on_summary = score_summary(summary, in_scope, trace, at, judged=judged)
-        on_context = score_summary(compacted["context"], labels, trace, at)
+        # the whole context is scored for its facts only (precision and distortions are the summary's)
+        on_context = score_facts(compacted["context"], labels, at)
         detail = on_summary.to_json()
         detail["tail_only_facts"] = sorted({f.id for f in labels.expected(at)} - {f.id for f in in_scope.expected(at)})
         compression = compacted["span_tokens"] / max(compacted["summary_tokens"], 1)

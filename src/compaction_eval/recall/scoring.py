@@ -40,11 +40,12 @@ from compaction_eval.recall.matching.semantic import (
     outcome,
     semantic_match,
 )
+from compaction_eval.stats.blas import one_blas_thread
 
 if TYPE_CHECKING:  # the judge imports inspect; scoring does not need it
     from compaction_eval.recall.matching.judge import JudgeVerdict
 
-__all__ = ["AvoidVerdict", "Distortion", "FactVerdict", "SummaryScore", "relevant_unit_flags", "score_summary"]
+__all__ = ["AvoidVerdict", "Distortion", "FactScore", "FactVerdict", "SummaryScore", "relevant_unit_flags", "score_facts", "score_summary"]
 
 
 @dataclass
@@ -167,43 +168,87 @@ def score_summary(
 
     A summary without units (empty, or headings only) keeps nothing: recall and precision 0.0.
     """
-    facts = labels.expected(at)
-    text = SummaryText(summary)
-    source = source_index(trace, at)
-    avoid_items = [a for a in labels.avoid if any(s < at for s in a.source)]
-    keyless_avoid = [a for a in avoid_items if not a.keys]
-    # one index per sample: rows are the facts, then the keyless avoid items
-    index = SemanticIndex(text, [f.text for f in facts] + [a.text for a in keyless_avoid])
-    avoid_rows = {a.id: len(facts) + i for i, a in enumerate(keyless_avoid)}
-    empty = not text.units
-
-    verdicts: list[FactVerdict] = []
-    distortions: list[Distortion] = []
-    for row, fact in enumerate(facts):
-        verdict, missing = _fact_verdict(fact, row, text, index, judged)
-        if empty:
-            verdict.kept, verdict.evidence, verdict.note = False, None, "summary has no units"
-        if not verdict.kept and missing:
-            found = near_misses(fact, text, source, missing)
-            if found:
-                verdict.distortion = found[0].kind
-                distortions += found
-        verdicts.append(verdict)
-    distortions += invented(text, source, ignore={d.found for d in distortions})
-
-    relevant = _relevant_units(text, index, facts)
+    with one_blas_thread():
+        sample = _Sample(summary, labels, at)
+        verdicts, missing = sample.verdicts(judged)
+        source = source_index(trace, at)
+        distortions: list[Distortion] = []
+        for fact, verdict, lost_keys in zip(sample.facts, verdicts, missing, strict=True):
+            if not verdict.kept and lost_keys:
+                found = near_misses(fact, sample.text, source, lost_keys)
+                if found:
+                    verdict.distortion = found[0].kind
+                    distortions += found
+        text, index, facts = sample.text, sample.index, sample.facts
+        distortions += invented(text, source, ignore={d.found for d in distortions})
+        relevant = _relevant_units(text, index, facts)
+        avoid = [_avoid_verdict(a, text, index, sample.avoid_rows.get(a.id), len(facts)) for a in sample.avoid_items]
     units = len(text.units)
     return SummaryScore(
-        recall=0.0 if empty else _recall(verdicts),
-        recall_by_category=_recall_by_category(verdicts, zero=empty),
+        recall=0.0 if sample.empty else _recall(verdicts),
+        recall_by_category=_recall_by_category(verdicts, zero=sample.empty),
         precision=relevant / units if units else 0.0,
         facts=verdicts,
-        avoid=[_avoid_verdict(a, text, index, avoid_rows.get(a.id), len(facts)) for a in avoid_items],
+        avoid=avoid,
         distortions=distortions,
         critical_lost=[v.id for v in verdicts if v.critical and not v.kept],
         units=units,
         relevant_units=relevant,
     )
+
+
+@dataclass
+class FactScore:
+    """Which expected facts a text keeps, and nothing else (see `score_facts`)."""
+
+    recall: float
+    recall_by_category: dict[str, float]
+    facts: list[FactVerdict]
+
+
+def score_facts(text: str, labels: Labels, at: int) -> FactScore:
+    """The fact verdicts and recall of `score_summary`, without precision, avoid items or
+    distortions: what the whole compacted context is scored for.
+
+    The verdicts, recall and recall by category are the ones `score_summary` gives for the
+    same text (the same index, fitted on the same texts); a verdict's `distortion` is not
+    looked for. On a long context that skips most of the work: near misses and invented
+    paths over every message, and the relevance of every unit.
+    """
+    with one_blas_thread():
+        sample = _Sample(text, labels, at)
+        verdicts, _ = sample.verdicts(None)
+    return FactScore(
+        recall=0.0 if sample.empty else _recall(verdicts),
+        recall_by_category=_recall_by_category(verdicts, zero=sample.empty),
+        facts=verdicts,
+    )
+
+
+class _Sample:
+    """One text against the labels at one point: the expected facts, the avoid items whose
+    source is in the history, and one semantic index (rows: the facts, then the keyless avoid
+    items; every row shares the index's idf, so the rows fitted decide the similarities)."""
+
+    def __init__(self, summary: str, labels: Labels, at: int):
+        self.facts = labels.expected(at)
+        self.text = SummaryText(summary)
+        self.avoid_items = [a for a in labels.avoid if any(s < at for s in a.source)]
+        keyless_avoid = [a for a in self.avoid_items if not a.keys]
+        self.index = SemanticIndex(self.text, [f.text for f in self.facts] + [a.text for a in keyless_avoid])
+        self.avoid_rows = {a.id: len(self.facts) + i for i, a in enumerate(keyless_avoid)}
+        self.empty = not self.text.units
+
+    def verdicts(self, judged: dict[str, JudgeVerdict] | None) -> tuple[list[FactVerdict], list[list[str]]]:
+        """One verdict per expected fact, and the keys each lost fact misses (for near misses)."""
+        verdicts, missing = [], []
+        for row, fact in enumerate(self.facts):
+            verdict, lost_keys = _fact_verdict(fact, row, self.text, self.index, judged)
+            if self.empty:
+                verdict.kept, verdict.evidence, verdict.note = False, None, "summary has no units"
+            verdicts.append(verdict)
+            missing.append(lost_keys)
+        return verdicts, missing
 
 
 def _fact_verdict(

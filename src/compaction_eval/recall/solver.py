@@ -7,15 +7,15 @@ from dataclasses import asdict
 from inspect_ai.model import ModelOutput, get_model
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from compaction_eval.compaction.compact import Shape, compact_sample
-from compaction_eval.contracts.settings import DEFAULT_BUDGET, DEFAULT_KEEP_LAST
+from compaction_eval.compaction.compact import compact_sample
+from compaction_eval.contracts.settings import DEFAULT_BUDGET, DEFAULT_KEEP_LAST, DEFAULT_SHAPE, Shape
 from compaction_eval.recall.loading import candidate_at, trace_at
 
 STORE_KEY = "compacted"
 
 
 @solver
-def compact_history(budget: int = DEFAULT_BUDGET, keep_last: int = DEFAULT_KEEP_LAST, shape: Shape = "inline", focus: str | None = None, cache: bool = True) -> Solver:
+def compact_history(budget: int = DEFAULT_BUDGET, keep_last: int = DEFAULT_KEEP_LAST, shape: Shape = DEFAULT_SHAPE, focus: str | None = None, cache: bool = True) -> Solver:
     """Compact messages[0:point] of the sample's trace with the sample's prompt.
 
     Args:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from inspect_ai import Task, task
 
-from compaction_eval.compaction.compact import Shape
 from compaction_eval.contracts.paths import resolve_inputs
 from compaction_eval.contracts.prompts import load_candidates
-from compaction_eval.contracts.settings import DEFAULT_BUDGET, DEFAULT_KEEP_LAST
+from compaction_eval.contracts.settings import DEFAULT_BUDGET, DEFAULT_KEEP_LAST, DEFAULT_SHAPE, CompactionSettings, Shape
 from compaction_eval.recall.dataset import recall_samples
 from compaction_eval.recall.scorer import fact_recall as fact_recall_scorer
 from compaction_eval.recall.solver import compact_history
@@ -20,7 +19,7 @@ def fact_recall(
     prompts: str | list[str] | None = None,
     budget: int = DEFAULT_BUDGET,
     keep_last: int = DEFAULT_KEEP_LAST,
-    shape: Shape = "inline",
+    shape: Shape = DEFAULT_SHAPE,
     focus: str | None = None,
     judge_model: str | None = None,
     cache: bool = True,
@@ -38,14 +37,18 @@ def fact_recall(
         focus: optional focus instruction for every prompt.
         judge_model: optional LLM judge for meaning categories.
         cache: use inspect's generate cache.
+
+    The compaction settings are plain task arguments (inspect records them in its log and
+    takes them from `-T`); they become one `CompactionSettings` here, checked before anything runs.
     """
     def as_list(value: str | list[str] | None, kind: str) -> list[str]:
         given = [value] if isinstance(value, str) else value
         return [str(p) for p in resolve_inputs(given, kind)]
 
+    settings = CompactionSettings(budget=budget, keep_last=keep_last, shape=shape, focus=focus)
     candidates = load_candidates(as_list(prompts, "prompts"))
     return Task(
         dataset=recall_samples(as_list(traces, "traces"), as_list(labels, "labels"), candidates),
-        solver=compact_history(budget=budget, keep_last=keep_last, shape=shape, focus=focus, cache=cache),
+        solver=compact_history(**settings.to_json(), cache=cache),
         scorer=fact_recall_scorer(judge_model=judge_model),
     )

@@ -24,6 +24,7 @@ from inspect_ai.model import ChatMessage, ChatMessageUser, Model
 from compaction_eval.compaction.compact import SUMMARY_LABEL
 from compaction_eval.contracts.labels import Fact, Labels
 from compaction_eval.contracts.prompts import Candidate
+from compaction_eval.contracts.settings import HORIZON_COMPACTION, CompactionSettings
 from compaction_eval.contracts.traces import Trace
 from compaction_eval.horizon.policies.full import FullCompaction
 from compaction_eval.horizon.policies.notes import NotesBook
@@ -38,11 +39,16 @@ MIN_SPAN_MESSAGES = 2
 @dataclass(frozen=True)
 class DecaySettings:
     """Args: k: compactions in the chain (fewer when the trace is too short: each span after
-    the first needs `min_span` messages); budget: summary budget in tokens."""
+    the first needs `min_span` messages); compaction: each compaction's budget and focus
+    (the span is rendered inline, so `shape: messages` is refused; `keep_last` does not
+    apply: each compaction summarises its whole span)."""
 
     k: int = DEFAULT_K
-    budget: int = 600
+    compaction: CompactionSettings = HORIZON_COMPACTION
     min_span: int = MIN_SPAN_MESSAGES
+
+    def __post_init__(self) -> None:
+        self.compaction.require_inline("decay")
 
 
 def cut_points(n_messages: int, first: int, k: int, min_span: int = MIN_SPAN_MESSAGES) -> list[int]:
@@ -70,7 +76,9 @@ async def decay_chain(trace: Trace, labels: Labels, candidate: Candidate, model:
     cuts = cut_points(len(trace.messages), min(labels.points), settings.k, settings.min_span)
     facts = early_facts(labels, cuts)
     scored = replace(labels, facts=tuple(facts), avoid=())
-    compactor = FullCompaction(window=10**9, candidate=candidate, notes=NotesBook(), budget=settings.budget, compactor=model)
+    budget = settings.compaction.budget
+    compactor = FullCompaction(window=10**9, candidate=candidate, notes=NotesBook(), budget=budget, focus=settings.compaction.focus,
+                               compactor=model)
     head: list[ChatMessage] = list(per_message[0])
     kept: dict[str, list[bool]] = {f.id: [] for f in facts}
     rederived: dict[str, list[dict[str, Any]]] = {f.id: [] for f in facts}
@@ -82,7 +90,7 @@ async def decay_chain(trace: Trace, labels: Labels, candidate: Candidate, model:
             span = new
         else:
             span = [*head, ChatMessageUser(content=f"{SUMMARY_LABEL}\n{summary}", metadata={"summary": True}), *new]
-        summary = await compactor._summary(span, settings.budget)
+        summary = await compactor._summary(span, budget)
         score = score_summary(summary, scored, trace, cut) if facts else None
         tail_text = "\n".join(trace.texts[previous:cut]) if k > 1 else ""
         for v in score.facts if score else []:

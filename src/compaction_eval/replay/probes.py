@@ -22,7 +22,7 @@ in the summary and being usable from it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from inspect_ai.model import ChatMessageUser, GenerateConfig, Model
@@ -31,8 +31,9 @@ from compaction_eval.compaction.cache import use_generate_cache
 from compaction_eval.compaction.compact import compact_sample
 from compaction_eval.contracts.labels import EXACT_CATEGORIES, Fact, Labels
 from compaction_eval.contracts.prompts import Candidate
+from compaction_eval.contracts.settings import CompactionSettings
 from compaction_eval.contracts.traces import Trace
-from compaction_eval.recall.scoring import score_summary
+from compaction_eval.recall.scoring import score_facts, score_summary
 from compaction_eval.standins.reader import probe_request
 
 PROBE_TYPES = ("recall", "artifact", "continuation", "decision")
@@ -61,11 +62,10 @@ class Probe:
 
 @dataclass(frozen=True)
 class ProbeSettings:
-    """Args: budget: summary budget of the compaction; keep_last: tail kept verbatim;
+    """Args: compaction: how each sample is compacted (as in the recall suite);
     answer_tokens: `max_tokens` of an answer."""
 
-    budget: int = 800
-    keep_last: int = 4
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
     answer_tokens: int = ANSWER_TOKENS
 
 
@@ -96,10 +96,11 @@ def grade(probe: Probe, answer: str, labels: Labels, trace: Trace, at: int) -> d
 async def probe_sample(trace: Trace, labels: Labels, at: int, candidate: Candidate, compactor: Model, reader: Model,
                        settings: ProbeSettings) -> dict[str, Any]:
     """Compact one sample, ask every probe with only the compacted context, grade the answers."""
-    compacted = await compact_sample(compactor, trace, at, candidate, budget=settings.budget, keep_last=settings.keep_last,
+    c = settings.compaction
+    compacted = await compact_sample(compactor, trace, at, candidate, budget=c.budget, keep_last=c.keep_last, shape=c.shape, focus=c.focus,
                                      cache=use_generate_cache(compactor))
     summary_score = score_summary(compacted.summary, labels, trace, at)
-    context_score = score_summary(compacted.context, labels, trace, at)
+    context_score = score_facts(compacted.context, labels, at)  # the same verdicts, without precision and distortions
     in_summary = {v.id: v.kept for v in summary_score.facts}
     in_context = {v.id: v.kept for v in context_score.facts}
     probes = []

@@ -24,6 +24,7 @@ from compaction_eval.contracts.chat_tokens import (
     tools_tokens,
 )
 from compaction_eval.contracts.labels import Labels
+from compaction_eval.contracts.settings import HORIZON_COMPACTION, CompactionSettings
 from compaction_eval.contracts.traces import Trace, fold
 from compaction_eval.horizon.agent import _compact_if_needed
 from compaction_eval.horizon.cost import simulate_cache, uncached_cost
@@ -49,8 +50,8 @@ class ReplaySettings:
     Args:
         policies: context policies (see horizon.policies.resolve: ours, `inspect-*`, module:Class).
         windows: context windows in tokens; every policy runs at every window.
-        prompt, prompts_dir, budget, output_reserve: the candidate prompt and summary budget of
-            `full`, and the tokens kept free for each reply (as in the long-horizon suite).
+        prompt, prompts_dir, compaction, output_reserve: the candidate prompt and compaction
+            settings of `full`, and the tokens kept free for each reply (as in the long-horizon suite).
         seconds_per_request: simulated time between requests (cache TTL accounting).
     """
 
@@ -58,7 +59,7 @@ class ReplaySettings:
     windows: tuple[int, ...] = DEFAULT_WINDOWS
     prompt: str = "handoff"
     prompts_dir: str = "prompts"
-    budget: int = 600
+    compaction: CompactionSettings = HORIZON_COMPACTION
     output_reserve: int = 512
     seconds_per_request: float = 5.0
 
@@ -80,7 +81,7 @@ async def replay_trace(trace: Trace, labels: Labels, policy_name: str, window: i
                        settings: ReplaySettings, price: PriceTable | None) -> TraceReplay:
     """Replay `trace` under `policy_name` at `window` (see module docstring)."""
     spec = PolicySpec(name=policy_name, prompt=settings.prompt, prompts_dir=settings.prompts_dir,
-                      budget=settings.budget, output_reserve=settings.output_reserve)
+                      compaction=settings.compaction, output_reserve=settings.output_reserve)
     policy = make_policy(spec, window, NotesBook(), compactor=model)
     per_message, tools, protocol = replay_messages(trace)
     points = set(labels.points)

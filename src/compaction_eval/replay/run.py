@@ -19,12 +19,16 @@ from compaction_eval.contracts.runfiles import (
     staged_run_dir,
     write_json_atomic,
 )
+from compaction_eval.contracts.settings import HORIZON_COMPACTION, CompactionSettings
 from compaction_eval.stats.bootstrap import bootstrap_mean_ci
 
 REPLAY_FILE, DECAY_FILE, PROBES_FILE = "replay.json", "decay.json", "probes.json"
 SCHEMAS = {"replay": "compaction-eval/replay@1", "decay": "compaction-eval/decay@1", "probes": "compaction-eval/probes@1"}
 FILES = {"replay": REPLAY_FILE, "decay": DECAY_FILE, "probes": PROBES_FILE}
 MODES = ("replay", "decay", "probes")
+# each mode's compaction when a config names none: replay and decay compact like the
+# long-horizon worlds (small windows), probes like the recall suite
+MODE_COMPACTION = {"replay": HORIZON_COMPACTION, "decay": HORIZON_COMPACTION, "probes": CompactionSettings()}
 STAND_IN_NOTE = ("offline stand-ins, not LLMs: extractive/default summarises by sentence selection; reader/default answers "
                  "probes by picking the context lines that best match the question")
 
@@ -38,9 +42,11 @@ class ReplayRunConfig:
         model: the compaction model (`extractive/default` offline; `anthropic/<name>` real).
         reader: the model that answers probes (default: `reader/default` with an offline
             compaction model, else `model`).
-        policies, windows, policy_prompt, policy_budget: replay (see replay.ReplaySettings).
-        k, decay_budget: decay chain length and summary budget.
-        probe_budget, keep_last: probes (see probes.ProbeSettings).
+        compaction: how each compaction is made (budget, keep_last, shape, focus), one value
+            for every mode run; None: each mode's default (`settings_for`): the replay and
+            decay budget of the long-horizon worlds (600), the recall suite's for probes (800).
+        policies, windows, policy_prompt: replay (see replay.ReplaySettings).
+        k: decay chain length.
         decay_prompts, probe_prompts: restrict to these prompt names (None: every prompt).
         max_traces: use only the first N labelled traces (None: all).
         max_retries, timeout: bounded retries for real providers.
@@ -55,17 +61,18 @@ class ReplayRunConfig:
     policies: list[str] = field(default_factory=lambda: ["baseline", "eviction", "full"])
     windows: list[int] = field(default_factory=lambda: [12000, 24000])
     policy_prompt: str = "handoff"
-    policy_budget: int = 600
+    compaction: CompactionSettings | None = None
     k: int = 5
-    decay_budget: int = 600
-    probe_budget: int = 800
-    keep_last: int = 4
     decay_prompts: list[str] | None = None
     probe_prompts: list[str] | None = None
     max_traces: int | None = None
     max_retries: int = 4
     timeout: int = 120
     price_model: str | None = None
+
+    def settings_for(self, mode: str) -> CompactionSettings:
+        """The compaction settings `mode` runs with."""
+        return self.compaction or MODE_COMPACTION[mode]
 
     @property
     def reader_model(self) -> str:
@@ -142,7 +149,7 @@ async def _replay_all(config: ReplayRunConfig, corpus: Any, model: Any) -> list[
 
     prompts_dir = _prompts_dir(config)
     settings = ReplaySettings(policies=tuple(config.policies), windows=tuple(config.windows), prompt=config.policy_prompt,
-                              prompts_dir=prompts_dir, budget=config.policy_budget)
+                              prompts_dir=prompts_dir, compaction=config.settings_for("replay"))
     price = resolve_price(config.model, price_model=config.price_model).price  # None: unknown, costs null
     jobs = [(p, w, tid) for p in config.policies for w in config.windows for tid in _trace_ids(config, corpus)]
     results = await asyncio.gather(*[replay_trace(corpus.traces[t], corpus.labels[t], p, w, model, settings, price) for p, w, t in jobs])
@@ -203,7 +210,7 @@ def _half_life(curve: list[float | None]) -> int | None:
 async def _decay_all(config: ReplayRunConfig, corpus: Any, candidates: list[Any], model: Any) -> list[dict[str, Any]]:
     from compaction_eval.replay.decay import DecaySettings, decay_chain
 
-    settings = DecaySettings(k=config.k, budget=config.decay_budget)
+    settings = DecaySettings(k=config.k, compaction=config.settings_for("decay"))
     jobs = [(c, t) for c in _chosen(candidates, config.decay_prompts) for t in _trace_ids(config, corpus)]
     return list(await asyncio.gather(*[decay_chain(corpus.traces[t], corpus.labels[t], c, model, settings) for c, t in jobs]))
 
@@ -244,7 +251,7 @@ def summarise_probes(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
 async def _probes_all(config: ReplayRunConfig, corpus: Any, candidates: list[Any], model: Any, reader: Any) -> list[dict[str, Any]]:
     from compaction_eval.replay.probes import ProbeSettings, probe_sample
 
-    settings = ProbeSettings(budget=config.probe_budget, keep_last=config.keep_last)
+    settings = ProbeSettings(compaction=config.settings_for("probes"))
     ids = set(_trace_ids(config, corpus))
     jobs = [(c, t, at) for c in _chosen(candidates, config.probe_prompts) for t, at in corpus.samples() if t in ids]
     return list(await asyncio.gather(*[probe_sample(corpus.traces[t], corpus.labels[t], at, c, model, reader, settings) for c, t, at in jobs]))
@@ -278,6 +285,8 @@ def _check(config: ReplayRunConfig, modes: tuple[str, ...]) -> tuple[Any, list[A
     bad = [m for m in modes if m not in MODES]
     if bad:
         raise ValueError(f"unknown mode(s) {bad}: use {', '.join(MODES)}")
+    for mode in set(modes) & {"replay", "decay"}:  # their compactions render the span inline
+        config.settings_for(mode).require_inline(mode)
     corpus = load_corpus(config.traces, config.labels)
     candidates = load_candidates(config.prompts)
     problems = []
@@ -311,19 +320,20 @@ def compute(config: ReplayRunConfig, modes: tuple[str, ...] = MODES) -> dict[str
         for mode in modes:
             started = time.perf_counter()
             head = _header(mode, config, corpus)
+            body: dict[str, Any]
             if mode == "replay":
                 from compaction_eval.horizon.prices import resolve_price
 
                 body = {"policies": summarise_replay(await _replay_all(config, corpus, model)),
                         "cost_model": resolve_price(config.model, price_model=config.price_model).to_json(),
                         "settings": {"policies": config.policies, "windows": config.windows, "prompt": config.policy_prompt,
-                                     "budget": config.policy_budget}}
+                                     **_mode_settings(config, "replay", "budget")}}
             elif mode == "decay":
                 body = {"prompts": summarise_decay(await _decay_all(config, corpus, candidates, model)),
-                        "settings": {"k": config.k, "budget": config.decay_budget}}
+                        "settings": {"k": config.k, **_mode_settings(config, "decay", "budget")}}
             else:
                 body = {"prompts": summarise_probes(await _probes_all(config, corpus, candidates, model, reader)),
-                        "settings": {"budget": config.probe_budget, "keep_last": config.keep_last}}
+                        "settings": _mode_settings(config, "probes", "budget", "keep_last")}
             out[mode] = {**head, **body, "seconds": round(time.perf_counter() - started, 2)}
         return out
 
@@ -359,8 +369,20 @@ def run_modes(config: ReplayRunConfig, out_dir: Path, modes: tuple[str, ...] = M
     return results
 
 
+def _mode_settings(config: ReplayRunConfig, mode: str, *flat: str) -> dict[str, Any]:
+    """A file's `settings`: the keys it always had (`budget`, ...), then the whole
+    `compaction` (optional)."""
+    settings = config.settings_for(mode).to_json()
+    return {**{k: settings[k] for k in flat}, "compaction": settings}
+
+
 def _config_json(config: ReplayRunConfig) -> dict[str, Any]:
-    return asdict(config)
+    """The files' `config`: the fields of `config`, plus each mode's compaction budget under
+    the names the files always had (`policy_budget`, `decay_budget`, `probe_budget`, `keep_last`)."""
+    out = asdict(config)
+    out.update(policy_budget=config.settings_for("replay").budget, decay_budget=config.settings_for("decay").budget,
+               probe_budget=config.settings_for("probes").budget, keep_last=config.settings_for("probes").keep_last)
+    return out
 
 
 SMALL: dict[str, Any] = {"policies": ["baseline", "eviction", "full"], "windows": [12000], "k": 5, "max_traces": 2}

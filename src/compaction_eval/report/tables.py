@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from compaction_eval.contracts.labels import CATEGORIES
+from compaction_eval.contracts.settings import recorded_settings
 
 SHORT = {
     "intent": "int",
@@ -56,7 +57,7 @@ def format_leaderboard(results: dict[str, Any]) -> str:
         f"Fact recall, model {results['model']}"
         + (" (OFFLINE STAND-IN: extractive summariser, not an LLM)" if results["offline_stand_in"] else ""),
         f"{corpus['traces']} traces ({corpus['synthetic_traces']} synthetic, {corpus['real_traces']} real), "
-        f"{corpus['points']} points, {corpus['facts']} facts; budget {results['config']['budget']} tokens",
+        f"{corpus['points']} points, {corpus['facts']} facts; budget {recorded_settings(results)['budget']} tokens",
         "",
         _grid(header, rows),
         "",

@@ -30,11 +30,9 @@ from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import Candidate, load_candidate
 from compaction_eval.contracts.settings import (
     DEFAULT_AGENT,
-    DEFAULT_BUDGET,
-    DEFAULT_HORIZON_BUDGET,
-    DEFAULT_KEEP_LAST,
     DEFAULT_MODEL,
-    Shape,
+    HORIZON_COMPACTION,
+    CompactionSettings,
     is_stand_in,
 )
 
@@ -165,8 +163,8 @@ class TuneConfig:
         prompt: the prompt file (all its fields on: the recall-first start).
         suite: recall, horizon or both.
         tolerance: recall/completion drop from the best tolerated at the stop point.
-        traces, labels, model, budget, keep_last, shape: the recall suite (see RecallConfig).
-        worlds, size, agent, horizon_budget: the long-horizon suite (configuration `full`).
+        traces, labels, model, compaction: the recall suite (see RecallConfig).
+        worlds, size, agent, horizon_compaction: the long-horizon suite (configuration `full`).
         work_dir: where the per-round runs go (kept, for inspection).
         min_fields: stop eliminating at this many fields.
     """
@@ -177,13 +175,11 @@ class TuneConfig:
     traces: list[str] = field(default_factory=lambda: list(TUNE_CORPUS["traces"]))
     labels: list[str] = field(default_factory=lambda: list(TUNE_CORPUS["labels"]))
     model: str = DEFAULT_MODEL
-    budget: int = DEFAULT_BUDGET
-    keep_last: int = DEFAULT_KEEP_LAST
-    shape: Shape = "inline"
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
     worlds: list[str] | None = None
     size: str = "small"
     agent: str = DEFAULT_AGENT
-    horizon_budget: int = DEFAULT_HORIZON_BUDGET
+    horizon_compaction: CompactionSettings = HORIZON_COMPACTION
     work_dir: str | None = None
     min_fields: int = 1
 
@@ -192,7 +188,7 @@ def _measure_recall(config: TuneConfig, paths: dict[str, Path], run_dir: Path) -
     from compaction_eval.recall.run import RecallConfig, run_recall
 
     rc = RecallConfig(traces=config.traces, labels=config.labels, prompts=[str(p) for p in paths.values()],
-                      model=config.model, budget=config.budget, keep_last=config.keep_last, shape=config.shape)
+                      model=config.model, compaction=config.compaction)
     results = run_recall(rc, run_dir)
     return {p["prompt"]: p for p in results["prompts"]}
 
@@ -203,10 +199,10 @@ def _measure_completion(config: TuneConfig, names: list[str], prompts_dir: Path,
 
     from compaction_eval.horizon.measure import config_summary, sample_record
     from compaction_eval.horizon.prices import PRICES, price_for
-    from compaction_eval.horizon.task import long_horizon
+    from compaction_eval.horizon.task import horizon_task_settings, long_horizon
 
     tasks = [long_horizon(config="full", worlds=config.worlds, size=config.size, prompt=n, prompts_dir=str(prompts_dir.resolve()),
-                          budget=config.horizon_budget, compactor=config.model) for n in names]
+                          compactor=config.model, **horizon_task_settings(config.horizon_compaction)) for n in names]
     logs = inspect_eval(tasks, model=config.agent, model_roles={"compactor": config.model}, log_dir=str(log_dir),
                         display="none", max_tasks=1, fail_on_error=True, score_display=False)
     _, price = price_for(config.agent, dict(PRICES))

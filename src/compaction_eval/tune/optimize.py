@@ -28,7 +28,7 @@ from typing import Any
 from compaction_eval.contracts.paths import TUNE_CORPUS
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import Candidate, load_candidate, load_candidates
-from compaction_eval.contracts.settings import Shape
+from compaction_eval.contracts.settings import DEFAULT_MODEL, CompactionSettings
 from compaction_eval.tune.suggest import (
     CAUSES,
     MAX_EXAMPLES,
@@ -54,7 +54,7 @@ class OptimizeConfig:
         prompt: the template to improve.
         optimiser: the model proposing revisions (`suggest/default`: the offline stand-in).
         rounds: proposals to try at most.
-        traces, labels, model, budget, keep_last, shape: the recall suite (the compaction model).
+        traces, labels, model, compaction: the recall suite (the compaction model and its settings).
         others: prompt files or directories run alongside in round 0, so that the optimiser
             sees where another prompt kept a fact this one lost (default: none).
         tolerance, category_tolerance: the held-out gate's.
@@ -67,10 +67,8 @@ class OptimizeConfig:
     rounds: int = 3
     traces: list[str] = field(default_factory=lambda: list(TUNE_CORPUS["traces"]))
     labels: list[str] = field(default_factory=lambda: list(TUNE_CORPUS["labels"]))
-    model: str = "extractive/default"
-    budget: int = 800
-    keep_last: int = 4
-    shape: Shape = "inline"
+    model: str = DEFAULT_MODEL
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
     others: list[str] = field(default_factory=list)
     tolerance: float = 0.02
     category_tolerance: float = 0.05
@@ -254,8 +252,7 @@ def _ask_model(config: OptimizeConfig, request: str, log_dir: Path) -> str:
 def _measure(config: OptimizeConfig, prompts: list[str], run_dir: Path) -> dict[str, Any]:
     from compaction_eval.recall.run import RecallConfig, run_recall
 
-    rc = RecallConfig(traces=config.traces, labels=config.labels, prompts=prompts, model=config.model,
-                      budget=config.budget, keep_last=config.keep_last, shape=config.shape)
+    rc = RecallConfig(traces=config.traces, labels=config.labels, prompts=prompts, model=config.model, compaction=config.compaction)
     return run_recall(rc, run_dir)
 
 

@@ -54,18 +54,20 @@ class FullCompaction(CompactionStrategy):
         notes: the sample's notes (the suite gives the agent a `notes` tool writing to it).
         budget: the summary budget in tokens (lowered when the window needs it).
         keep_last: messages of the tail kept verbatim.
+        focus: an optional focus instruction passed to the prompt.
         output_reserve: tokens kept free for the reply.
         compactor: the summarising model (default: the `compactor` role, else the task model).
     """
 
     def __init__(self, *, window: int, candidate: Candidate, notes: NotesBook, budget: int = DEFAULT_HORIZON_BUDGET, keep_last: int = DEFAULT_KEEP_LAST,
-                 output_reserve: int = 512, compactor: str | Model | None = None) -> None:
+                 focus: str | None = None, output_reserve: int = 512, compactor: str | Model | None = None) -> None:
         super().__init__(type="summary", threshold=window - output_reserve, memory=False)
         self.window = window
         self.candidate = candidate
         self.notes = notes
         self.budget = budget
         self.keep_last = keep_last
+        self.focus = focus
         self.output_reserve = output_reserve
         self.compactor = compactor
         self.eviction = TieredEviction(window=window, output_reserve=output_reserve, tiers=("redundant", "superseded"))
@@ -109,7 +111,7 @@ class FullCompaction(CompactionStrategy):
 
     async def _summary(self, span: list[ChatMessage], budget: int) -> str:
         model = self.compactor if isinstance(self.compactor, Model) else get_model(self.compactor, role="compactor") if self.compactor else get_model(role="compactor")
-        prompt = self.candidate.render(budget=budget, span=render_messages(span))
+        prompt = self.candidate.render(budget=budget, span=render_messages(span), focus=self.focus)
         output = await model.generate([ChatMessageUser(content=prompt)], config=GenerateConfig(max_tokens=budget), cache=use_generate_cache(model))
         if output.error:
             raise RuntimeError(f"compaction model error: {output.error}")

@@ -18,7 +18,7 @@ class Build:
     """What a builder gets for one world.
 
     Args:
-        spec: the PolicySpec (name, prompt, prompts_dir, budget, output_reserve).
+        spec: the PolicySpec (name, prompt, prompts_dir, compaction, output_reserve).
         window: the world's context window in tokens.
         threshold: tokens at which a strategy triggers (window minus the output reserve).
         notes: the world's NotesBook (used by `full`).
@@ -70,8 +70,9 @@ def _eviction(b: Build) -> Any:
 def _full(b: Build) -> Any:
     from compaction_eval.horizon.policies.full import FullCompaction
 
-    return FullCompaction(window=b.window, candidate=_candidate(b.spec), notes=b.notes, budget=b.spec.budget,
-                          output_reserve=b.spec.output_reserve, compactor=b.compactor)
+    settings = b.spec.compaction
+    return FullCompaction(window=b.window, candidate=_candidate(b.spec), notes=b.notes, budget=settings.budget, keep_last=settings.keep_last,
+                          focus=settings.focus, output_reserve=b.spec.output_reserve, compactor=b.compactor)
 
 
 def _candidate(spec: Any) -> Any:

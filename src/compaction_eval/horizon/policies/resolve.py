@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from inspect_ai.model import CompactionStrategy, Model
 
 from compaction_eval.contracts.settings import (
-    DEFAULT_HORIZON_BUDGET,
     DEFAULT_HORIZON_PROMPT,
+    HORIZON_COMPACTION,
+    CompactionSettings,
 )
 from compaction_eval.horizon.policies.notes import NotesBook
 from compaction_eval.horizon.policies.registry import ALL_CONFIGS, CONFIGS, Build
@@ -27,15 +28,19 @@ class PolicySpec:
             `threshold=` if its constructor takes one).
         prompt: the candidate prompt of `full` (a name from `prompts_dir`).
         prompts_dir: where the candidate prompts live.
-        budget: the summary budget of `full`.
+        compaction: how `full` compacts (budget, keep_last, focus; its span is rendered
+            inline, so `shape: messages` is refused).
         output_reserve: tokens kept free for the reply.
     """
 
     name: str
     prompt: str = DEFAULT_HORIZON_PROMPT
     prompts_dir: str = "prompts"
-    budget: int = DEFAULT_HORIZON_BUDGET
+    compaction: CompactionSettings = HORIZON_COMPACTION
     output_reserve: int = 512
+
+    def __post_init__(self) -> None:
+        self.compaction.require_inline("the context policies")
 
     @property
     def offers_notes(self) -> bool:
