@@ -39,3 +39,24 @@ def test_a_thread_leaving_does_not_restore_while_another_is_inside():
             worker.join()  # another thread came and went while this one is inside
             assert blas_threads() == [1] * len(before)
         assert blas_threads() == before
+
+
+def test_a_blas_library_loaded_after_the_first_use_is_limited_too():
+    """scipy and scikit-learn bring their own OpenBLAS; it must be limited once it is loaded."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, numpy\n"
+        "from threadpoolctl import threadpool_info, threadpool_limits\n"
+        "from compaction_eval.stats.blas import one_blas_thread\n"
+        "with one_blas_thread(): pass\n"  # the first use sees numpy's library only
+        "import scipy.linalg, sklearn.linear_model\n"
+        "with threadpool_limits(limits=2, user_api='blas'):\n"
+        "    with one_blas_thread():\n"
+        "        print(json.dumps([lib['num_threads'] for lib in threadpool_info() if lib['user_api'] == 'blas']))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    threads = json.loads(out)
+    assert len(threads) >= 1 and threads == [1] * len(threads)

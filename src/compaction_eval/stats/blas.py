@@ -20,7 +20,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import cache
 from typing import Any
 
 _lock = threading.Lock()
@@ -28,10 +27,9 @@ _depth = 0
 _limiter: Any = None
 
 
-@cache
 def _controller() -> Any:
-    # threadpoolctl finds the BLAS libraries loaded so far; numpy (imported by the caller's
-    # module) has loaded its own by then.
+    # A fresh look each time (0.1 ms): threadpoolctl sees only the BLAS libraries loaded so
+    # far, and scipy or scikit-learn may load a second one after the first call.
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController()
