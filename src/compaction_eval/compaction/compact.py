@@ -7,6 +7,7 @@ from typing import Literal
 
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, Model
 
+from compaction_eval.compaction.cache import generate_cached
 from compaction_eval.compaction.render import (
     render_message_text,
     render_span_text,
@@ -112,11 +113,12 @@ async def compact_sample(
         shape: `inline` renders the span into the prompt; `messages` sends the span as
             messages with the instruction last.
         focus: an optional extra instruction for the prompt.
-        cache: use inspect's generate cache (reruns with nothing changed cost nothing).
+        cache: use inspect's generate cache and the answer journal (reruns with nothing
+            changed, and reruns after a kill, cost nothing for the calls already answered).
     """
     split = split_history(trace, at, keep_last)
     request = build_request(trace, split, candidate, budget=budget, shape=shape, focus=focus)
-    output = await model.generate(request, config=GenerateConfig(max_tokens=budget), cache=cache)
+    output = await generate_cached(model, request, config=GenerateConfig(max_tokens=budget), cache=cache)
     if output.error:
         raise RuntimeError(f"compaction model error on {trace.id}@{at}: {output.error}")
     raw = output.completion.strip()
