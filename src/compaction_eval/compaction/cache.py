@@ -6,24 +6,34 @@ are deterministic and cheap, so caching them would only add disk writes.
 
 Every cached call goes through `generate_cached`: besides inspect's cache it journals each answer
 the moment the provider returns it (`compaction.journal`), because inspect writes its cache
-entry only later, after awaits during which a kill loses the answer.
+entry only later, after awaits during which a kill loses the answer. `off_the_loop` runs
+CPU-bound work (scoring) on a worker thread while paid answers may be arriving, so the
+coroutines receiving them are not kept waiting behind it.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeVar
 
+import anyio
+import anyio.lowlevel
 from inspect_ai.model import CachePolicy, ChatMessage, GenerateConfig, Model, ModelOutput
 
 from compaction_eval.compaction.journal import journal_root, open_journal
 from compaction_eval.contracts.settings import is_stand_in
+from compaction_eval.contracts.tokens import count_tokens
+
+T = TypeVar("T")
 
 # The cache policy of the `generate_cached` call in progress (None: not a cached call). A context
 # variable reaches the provider's generate through inspect's retries and connection slots.
 _POLICY: ContextVar[CachePolicy | None] = ContextVar("compaction_eval_answer_journal", default=None)
 _INSTALLED = "_compaction_eval_answer_journal"
+_CPU_LOCK = threading.Lock()
 
 
 def use_generate_cache(model: Model | str) -> bool:
@@ -90,7 +100,35 @@ def install_journal(model: Model) -> None:
         if isinstance(output, ModelOutput) and not any(c.stop_reason == "content_filter" for c in output.choices):
             expires = time.time() + _parse_expiry(policy.expiry) if policy.expiry is not None else None
             journal.put(name, key, output, expires)
+            # Then step back once: answers that arrived together with this one are journaled
+            # before inspect's bookkeeping for any of them (transcript, log buffer) runs.
+            await anyio.lowlevel.checkpoint()
         return result
 
     api.generate = journaled_generate  # type: ignore[method-assign]
     setattr(api, _INSTALLED, True)
+
+
+def warm_up(model: str) -> None:
+    """Load, before any request is sent, what the first answers would otherwise wait for on
+    the event loop: inspect's model database (about 1 s of YAML here, read lazily by the
+    Anthropic provider when the first answer comes back) and the tokenizer's vocabulary."""
+    from inspect_ai.model import get_model_info
+
+    get_model_info(model)
+    count_tokens("warm up")
+
+
+async def off_the_loop(fn: Callable[..., T], *args: Any, paid: bool) -> T:
+    """`fn(*args)`, on a worker thread when `paid` (a real model's answers may be arriving:
+    the event loop stays free to receive and journal them), inline otherwise (the offline
+    stand-ins pay nothing for a thread). One worker at a time: the scoring code keeps
+    module-level caches that are not written from two threads at once."""
+    if not paid:
+        return fn(*args)
+
+    def locked() -> T:
+        with _CPU_LOCK:
+            return fn(*args)
+
+    return await anyio.to_thread.run_sync(locked)
