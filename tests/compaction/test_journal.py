@@ -9,12 +9,14 @@ import asyncio
 import json
 import logging
 import os
+import threading
 
 import pytest
 from inspect_ai.model import ChatMessageUser, GenerateConfig, ModelAPI, ModelOutput, ModelUsage, get_model, modelapi
 from inspect_ai.tool import ToolInfo, ToolParams
 
-from compaction_eval.compaction.cache import generate_cached
+from compaction_eval.cli.main import journal_notes
+from compaction_eval.compaction.cache import generate_cached, off_the_loop
 from compaction_eval.compaction.journal import SUFFIX, AnswerJournal, decode_entry, encode_entry, journal_root, model_folder
 
 CALLS: list[str] = []
@@ -110,7 +112,7 @@ def _damage(kind: str, path) -> None:
 
 @pytest.mark.parametrize("kind", ["truncated", "header only", "empty", "flipped byte", "another question", "not json",
                                   "valid checksum, bad output", "expired"])
-def test_a_damaged_entry_is_ignored_and_the_question_asked_again(paid, tmp_path, kind, caplog):
+def test_a_damaged_entry_is_ignored_and_the_question_asked_again(paid, tmp_path, kind, caplog, capsys):
     ask(paid, "what failed?")
     [entry] = files(journal_root(), f"*{SUFFIX}")
     for p in files(inspect_cache(tmp_path), "*"):
@@ -122,6 +124,8 @@ def test_a_damaged_entry_is_ignored_and_the_question_asked_again(paid, tmp_path,
     assert again.completion == "answer to what failed? #2"
     if kind != "expired":
         assert "damaged answer-journal entry" in caplog.text
+        journal_notes()  # and the command line says so
+        assert f"ignored a damaged answer-journal entry {entry}" in capsys.readouterr().err
     # and the fresh answer replaced it
     body, why = decode_entry(entry.read_bytes(), "paidtest/model", entry.name.removesuffix(SUFFIX))
     assert why is None and b"#2" in body
@@ -152,6 +156,17 @@ def test_the_offline_stand_ins_write_no_journal(tmp_path):
     model = get_model("extractive/default")
     ask(model, "Summarise: the build failed in src/app.py.")
     assert not journal_root().exists() or files(journal_root(), "*") == []
+
+
+def test_off_the_loop_uses_a_worker_thread_only_when_paid():
+    def where() -> int:
+        return threading.get_ident()
+
+    async def both() -> tuple[int, int, int]:
+        return await off_the_loop(where, paid=False), await off_the_loop(where, paid=True), threading.get_ident()
+
+    inline, worker, loop = asyncio.run(both())
+    assert inline == loop and worker != loop
 
 
 def test_journal_paths_refuse_what_is_not_a_key(tmp_path):

@@ -21,7 +21,8 @@ Written as a hidden temporary file and renamed into place (the commit point: a k
 process leaves either the whole entry or none), then fsynced on a background thread (until
 then a machine that loses power may keep a torn file). A torn, truncated or altered entry
 fails its length or checksum, or names another model or key, and is ignored (logged at
-WARNING, the question is asked again): never a crash, never a wrong answer. Only the output
+WARNING and listed by `damaged_entries()`, which the CLI prints; the question is asked
+again): never a crash, never a wrong answer. Only the output
 is stored, never the request, its headers or the provider's call record, and an answer
 that contains the value of a credential in the environment is not journaled at all.
 """
@@ -61,6 +62,14 @@ def journal_root() -> Path:
     from inspect_ai.model import cache_path
 
     return cache_path().parent / JOURNAL_DIR
+
+
+_DAMAGED: list[tuple[Path, str]] = []  # every entry ignored in this process, for the CLI to report
+
+
+def damaged_entries() -> list[tuple[Path, str]]:
+    """(path, why) of every damaged entry ignored in this process."""
+    return list(_DAMAGED)
 
 
 @lru_cache(maxsize=8)
@@ -206,6 +215,7 @@ class AnswerJournal:
 
     def _ignore(self, path: Path, why: str) -> None:
         self.damaged.append((path, why))
+        _DAMAGED.append((path, why))
         LOG.warning("ignored a damaged answer-journal entry %s: %s (the model is asked again)", path, why)
 
     def _sweep(self, folder: Path) -> None:
