@@ -174,6 +174,59 @@ def test_killed_run_resumes_without_losing_duplicating_or_repaying(loopback, tmp
     assert_no_key_anywhere(tmp_path, rerun.stdout, rerun.stderr, (tmp_path / "killed.err").read_text())
 
 
+# A kill -9 must not lose an answer that has arrived: the answer journal writes each one the
+# moment the provider returns it. An answer counts as arrived GRACE seconds after the server
+# wrote its last byte. The four answers of SMALL come back together while the first one's
+# sample is post-processed. Before the fix that ran on the event loop (tokenizer and
+# model-database loading, scoring) and the other three waited 0.46-0.49 s for it; with the
+# journal, that work off the loop and the warm-up, all four were journaled 21-47 ms after
+# their last byte (2 shared cores, load about 2; benchmarks/bench_answer_window.py for
+# larger runs). 0.2 s sits between the two with a margin either way.
+GRACE = 0.2
+
+
+def answered_before(server: LoopbackServer, start: int, when: float) -> set[str]:
+    return {r["request"] for r in served_since(server, start) if r.get("answered", when) < when}
+
+
+def test_kill_9_after_answers_arrived_loses_none_of_them(loopback, tmp_path):
+    cmd = [sys.executable, "-m", "compaction_eval.cli.main", "recall", *SMALL, "--out", str(tmp_path / "results"), "--run", "k9"]
+    start = len(loopback.requests)
+    with open(tmp_path / "killed.err", "w") as err:
+        proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(loopback, tmp_path), stdout=subprocess.DEVNULL, stderr=err,
+                                start_new_session=True)
+        try:
+            # Kill on the server's record, not on a guess: once every answer has gone out and
+            # the last of them is GRACE (+0.05 s) old, every one of them must be on disk.
+            deadline = time.monotonic() + 120
+            while True:
+                answered = sorted(r["answered"] for r in served_since(loopback, start) if "answered" in r)
+                if len(answered) >= SAMPLES and time.time() >= answered[-1] + GRACE + 0.05:
+                    break
+                assert proc.poll() is None, "the run ended before it could be killed"
+                assert time.monotonic() < deadline, f"only {len(answered)} answers after 120 s"
+                time.sleep(0.01)
+            killed_at = time.time()  # taken before the signal: conservative
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    arrived = answered_before(loopback, start, killed_at - GRACE)
+    assert len(arrived) == SAMPLES
+    assert not (tmp_path / "results" / "k9").exists(), "the run finished before the kill"
+
+    mark = len(loopback.requests)
+    rerun = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=_env(loopback, tmp_path), timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    asked_again = arrived & {r["request"] for r in served_since(loopback, mark)}
+    ages = sorted(round(killed_at - r["answered"], 2) for r in served_since(loopback, start)
+                  if r["seq"] < mark and r["request"] in asked_again and "answered" in r)
+    assert not asked_again, (f"{len(asked_again)} of {len(arrived)} answers that arrived more than {GRACE} s before the kill were paid for again "
+                             f"(they had arrived {ages} s before it)")
+    keys = sample_keys(tmp_path / "results" / "k9")
+    assert len(keys) == SAMPLES == len(set(keys))
+    assert_no_key_anywhere(tmp_path, rerun.stdout, rerun.stderr, (tmp_path / "killed.err").read_text())
+
+
 def test_redact_keeps_secrets_from_the_model(loopback, tmp_path):
     import gzip
 

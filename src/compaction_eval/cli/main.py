@@ -60,6 +60,15 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("COMPACTION_EVAL_DEBUG"):
             raise
         return error(f"{type(exc).__name__}: {error_message(exc)} (set COMPACTION_EVAL_DEBUG=1 for the traceback)", 1)
+    finally:
+        journal_notes()
+
+
+def journal_notes() -> None:
+    """Say which answer-journal entries were found damaged and asked again (never silently)."""
+    journal = sys.modules.get("compaction_eval.compaction.journal")  # loaded only by real-model runs
+    for path, why in journal.damaged_entries() if journal else []:
+        print(f"note: ignored a damaged answer-journal entry {path}: {why} (the model was asked again)", file=sys.stderr)
 
 
 if __name__ == "__main__":

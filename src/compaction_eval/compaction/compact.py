@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, Model
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, Model, ModelOutput
 
+from compaction_eval.compaction.cache import generate_cached, off_the_loop, use_generate_cache
 from compaction_eval.compaction.render import (
     render_message_text,
     render_span_text,
@@ -108,13 +109,26 @@ async def compact_sample(
         shape: `inline` renders the span into the prompt; `messages` sends the span as
             messages with the instruction last.
         focus: an optional extra instruction for the prompt.
-        cache: use inspect's generate cache (reruns with nothing changed cost nothing).
+        cache: use inspect's generate cache and the answer journal (reruns with nothing
+            changed, and reruns after a kill, cost nothing for the calls already answered).
     """
-    split = split_history(trace, at, keep_last)
-    request = build_request(trace, split, candidate, budget=budget, shape=shape, focus=focus)
-    output = await model.generate(request, config=GenerateConfig(max_tokens=budget), cache=cache)
+    # With a paid model, the CPU work around the call runs off the event loop so that
+    # answers arriving for other samples are received and journaled without waiting.
+    paid = cache and use_generate_cache(model)
+    split, request = await off_the_loop(_prepare, trace, at, candidate, keep_last, budget, shape, focus, paid=paid)
+    output = await generate_cached(model, request, config=GenerateConfig(max_tokens=budget), cache=cache)
     if output.error:
         raise RuntimeError(f"compaction model error on {trace.id}@{at}: {output.error}")
+    return await off_the_loop(_compacted, trace, at, split, budget, output, paid=paid)
+
+
+def _prepare(trace: Trace, at: int, candidate: Candidate, keep_last: int, budget: int, shape: Shape,
+             focus: str | None) -> tuple[Split, list]:
+    split = split_history(trace, at, keep_last)
+    return split, build_request(trace, split, candidate, budget=budget, shape=shape, focus=focus)
+
+
+def _compacted(trace: Trace, at: int, split: Split, budget: int, output: ModelOutput) -> Compacted:
     raw = output.completion.strip()
     raw_tokens = count_tokens(raw)
     summary = truncate_tokens(raw, budget) if raw_tokens > budget else raw

@@ -34,7 +34,7 @@ from inspect_ai.model import (
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import ToolInfo
 
-from compaction_eval.compaction.cache import use_generate_cache
+from compaction_eval.compaction.cache import generate_cached
 from compaction_eval.contracts.chat_tokens import message_tokens, tools_tokens
 from compaction_eval.contracts.settings import DEFAULT_HORIZON_BUDGET, DEFAULT_KEEP_LAST, CompactionSettings
 from compaction_eval.horizon.ledger import STORE_KEY, Ledger
@@ -100,7 +100,7 @@ async def run_loop(world: World, policy: CompactionStrategy, model: Model, tools
             ledger.overflow = True
             ledger.stop_reason = "overflow"
             break
-        output = await model.generate(_joined_user_turns(request), tools=tools, config=GenerateConfig(max_tokens=output_reserve), cache=use_generate_cache(model))
+        output = await generate_cached(model, _joined_user_turns(request), tools=tools, config=GenerateConfig(max_tokens=output_reserve))
         message = output.message
         ledger.record_request(request, tools, message_tokens(message), output.usage)
         history.append(message)

@@ -6,8 +6,9 @@ Endpoints: `POST /v1/messages` (JSON, or server-sent events when `"stream": true
 `POST .../cancel`); batches end as soon as they are created.
 
 Every request is recorded in `server.requests` when it arrives (path, request identity,
-status, fault, usage; the status and usage are filled in before the answer is sent); API
-keys are never recorded, only whether one was sent.
+status, fault, usage; the status and usage are filled in before the answer is sent, and
+`answered`, the time the last byte of a generation answer was written, after); API keys
+are never recorded, only whether one was sent.
 """
 
 from __future__ import annotations
@@ -264,11 +265,13 @@ def _handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
             if self._fault(server.faults.next(), entry, stream):
                 return
             message, commit = server.respond(body)
-            entry["usage"] = _usage_of(message)
+            entry.update(usage=_usage_of(message), message=message["id"])
             entry["status"] = 200
             try:
                 if not stream:
                     self._send_json(200, message)
+                    self.wfile.flush()
+                    entry["answered"] = time.time()
                     return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
@@ -277,6 +280,7 @@ def _handler(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 for chunk in message_events(message):
                     self.wfile.write(chunk)
                 self.wfile.flush()
+                entry["answered"] = time.time()  # the whole answer is with the client
             finally:
                 commit()
 

@@ -306,6 +306,7 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
     from inspect_ai import eval as inspect_eval  # slow import: only when something runs
     from inspect_ai.model import get_model
 
+    from compaction_eval.compaction.cache import warm_up
     from compaction_eval.recall.task import fact_recall
 
     # inspect's log is written where it stays, failed or not, so `inspect view` and
@@ -342,6 +343,8 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
             judge_model=config.judge_model,
             cache=real,
         )
+        if real:
+            warm_up(config.model)  # nothing the first answers would wait for on the event loop
         model_args = dict(config.model_args)
         if config.model.startswith("anthropic/"):
             # The SDK retries on its own (twice by default) under inspect's retries, so

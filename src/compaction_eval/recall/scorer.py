@@ -8,10 +8,13 @@ from inspect_ai.model import get_model
 from inspect_ai.scorer import Score, Scorer, grouped, mean, scorer, stderr
 from inspect_ai.solver import TaskState
 
+from compaction_eval.compaction.cache import off_the_loop
 from compaction_eval.contracts.labels import EXACT_CATEGORIES, Labels
+from compaction_eval.contracts.settings import is_stand_in
+from compaction_eval.contracts.traces import Trace
 from compaction_eval.recall.loading import labels_at, trace_at
 from compaction_eval.recall.matching.judge import judge_facts
-from compaction_eval.recall.scoring import SummaryScore, score_facts, score_summary
+from compaction_eval.recall.scoring import FactScore, SummaryScore, score_facts, score_summary
 from compaction_eval.recall.solver import STORE_KEY
 
 METRICS = ("recall", "precision", "context_recall", "compression", "critical_lost", "distortions")
@@ -48,6 +51,17 @@ def summary_scope(labels: Labels, at: int, tail_start: int) -> Labels:
     return replace(labels, facts=facts)
 
 
+def _inputs(trace_path: str, labels_path: str) -> tuple[Trace, Labels]:
+    return trace_at(trace_path), labels_at(labels_path)
+
+
+def _score_both(summary: str, in_scope: Labels, context: str, labels: Labels, trace: Trace, at: int,
+                judged: dict | None) -> tuple[SummaryScore, FactScore]:
+    """The summary scored against the facts in its scope, and the whole context against all
+    (for its facts only: precision and distortions are the summary's)."""
+    return score_summary(summary, in_scope, trace, at, judged=judged), score_facts(context, labels, at)
+
+
 @scorer(metrics=_metrics())
 def fact_recall(judge_model: str | None = None) -> Scorer:
     """Score the compacted sample by the kept rule (DESIGN.md 4).
@@ -59,9 +73,13 @@ def fact_recall(judge_model: str | None = None) -> Scorer:
 
     async def score(state: TaskState, target) -> Score:
         meta = state.metadata
-        trace, labels = trace_at(meta["trace_path"]), labels_at(meta["labels_path"])
-        at = meta["point"]
         compacted = state.store.get(STORE_KEY)
+        # CPU-bound work (reading inputs, scoring) runs off the event loop with a paid model,
+        # so answers arriving for other samples are received and journaled at once instead of
+        # waiting behind it (compaction.cache.off_the_loop).
+        paid = not is_stand_in(compacted["model"]) or (judge_model is not None and not is_stand_in(judge_model))
+        trace, labels = await off_the_loop(_inputs, meta["trace_path"], meta["labels_path"], paid=paid)
+        at = meta["point"]
         summary = compacted["summary"]
         # The summary answers for the facts it could read: a fact established only in the
         # verbatim tail is not its job (the context score counts it).
@@ -71,9 +89,7 @@ def fact_recall(judge_model: str | None = None) -> Scorer:
             # exact categories stay literal: only meaning facts go to the judge
             meaning = [f for f in in_scope.expected(at) if f.category not in EXACT_CATEGORIES]
             judged = await judge_facts(get_model(judge_model), summary, meaning) if meaning else {}
-        on_summary = score_summary(summary, in_scope, trace, at, judged=judged)
-        # the whole context is scored for its facts only (precision and distortions are the summary's)
-        on_context = score_facts(compacted["context"], labels, at)
+        on_summary, on_context = await off_the_loop(_score_both, summary, in_scope, compacted["context"], labels, trace, at, judged, paid=paid)
         detail = on_summary.to_json()
         detail["tail_only_facts"] = sorted({f.id for f in labels.expected(at)} - {f.id for f in in_scope.expected(at)})
         compression = compacted["span_tokens"] / max(compacted["summary_tokens"], 1)

@@ -27,7 +27,7 @@ from typing import Any
 
 from inspect_ai.model import ChatMessageUser, GenerateConfig, Model
 
-from compaction_eval.compaction.cache import use_generate_cache
+from compaction_eval.compaction.cache import generate_cached, use_generate_cache
 from compaction_eval.compaction.compact import compact_sample
 from compaction_eval.contracts.labels import EXACT_CATEGORIES, Fact, Labels
 from compaction_eval.contracts.prompts import Candidate
@@ -106,8 +106,8 @@ async def probe_sample(trace: Trace, labels: Labels, at: int, candidate: Candida
     probes = []
     for fact in labels.expected(at):
         probe = make_probe(fact)
-        output = await reader.generate([ChatMessageUser(content=probe_request(compacted.context, probe.question))],
-                                       config=GenerateConfig(max_tokens=settings.answer_tokens), cache=use_generate_cache(reader))
+        output = await generate_cached(reader, [ChatMessageUser(content=probe_request(compacted.context, probe.question))],
+                                       config=GenerateConfig(max_tokens=settings.answer_tokens))
         if output.error:
             raise RuntimeError(f"reader model error on {trace.id}@{at}: {output.error}")
         answer = output.completion.strip()

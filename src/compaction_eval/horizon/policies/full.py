@@ -27,7 +27,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolInfo
 
-from compaction_eval.compaction.cache import use_generate_cache
+from compaction_eval.compaction.cache import generate_cached
 from compaction_eval.compaction.compact import ANCHOR_LABEL, SUMMARY_LABEL
 from compaction_eval.compaction.transcript import render_messages
 from compaction_eval.contracts.chat_tokens import messages_tokens, tools_tokens
@@ -112,7 +112,7 @@ class FullCompaction(CompactionStrategy):
     async def _summary(self, span: list[ChatMessage], budget: int) -> str:
         model = self.compactor if isinstance(self.compactor, Model) else get_model(self.compactor, role="compactor") if self.compactor else get_model(role="compactor")
         prompt = self.candidate.render(budget=budget, span=render_messages(span), focus=self.focus)
-        output = await model.generate([ChatMessageUser(content=prompt)], config=GenerateConfig(max_tokens=budget), cache=use_generate_cache(model))
+        output = await generate_cached(model, [ChatMessageUser(content=prompt)], config=GenerateConfig(max_tokens=budget))
         if output.error:
             raise RuntimeError(f"compaction model error: {output.error}")
         text = output.completion.strip()
