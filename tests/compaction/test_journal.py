@@ -124,8 +124,10 @@ def test_a_damaged_entry_is_ignored_and_the_question_asked_again(paid, tmp_path,
     assert again.completion == "answer to what failed? #2"
     if kind != "expired":
         assert "damaged answer-journal entry" in caplog.text
-        journal_notes()  # and the command line says so
+        journal_notes()  # and the command line says so, once
         assert f"ignored a damaged answer-journal entry {entry}" in capsys.readouterr().err
+        journal_notes()  # a later command in the same process does not repeat it
+        assert "damaged answer-journal entry" not in capsys.readouterr().err
     # and the fresh answer replaced it
     body, why = decode_entry(entry.read_bytes(), "paidtest/model", entry.name.removesuffix(SUFFIX))
     assert why is None and b"#2" in body

@@ -21,7 +21,7 @@ Written as a hidden temporary file and renamed into place (the commit point: a k
 process leaves either the whole entry or none), then fsynced on a background thread (until
 then a machine that loses power may keep a torn file). A torn, truncated or altered entry
 fails its length or checksum, or names another model or key, and is ignored (logged at
-WARNING and listed by `damaged_entries()`, which the CLI prints; the question is asked
+WARNING and listed by `damaged_entries()`, which the CLI prints once; the question is asked
 again): never a crash, never a wrong answer. Only the output
 is stored, never the request, its headers or the provider's call record, and an answer
 that contains the value of a credential in the environment is not journaled at all.
@@ -64,12 +64,15 @@ def journal_root() -> Path:
     return cache_path().parent / JOURNAL_DIR
 
 
-_DAMAGED: list[tuple[Path, str]] = []  # every entry ignored in this process, for the CLI to report
+_DAMAGED: list[tuple[Path, str]] = []  # entries ignored since the CLI last reported them
 
 
 def damaged_entries() -> list[tuple[Path, str]]:
-    """(path, why) of every damaged entry ignored in this process."""
-    return list(_DAMAGED)
+    """(path, why) of every damaged entry ignored since the last call: each is reported once,
+    by the command that met it (a later command in the same process says nothing of it)."""
+    taken = list(_DAMAGED)
+    _DAMAGED.clear()
+    return taken
 
 
 @lru_cache(maxsize=8)
