@@ -42,6 +42,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from compaction_eval.contracts.runfiles import pid_alive
+
 if TYPE_CHECKING:
     from inspect_ai.model import ModelOutput
 
@@ -229,18 +231,8 @@ class AnswerJournal:
         for tmp in folder.glob(".*.tmp"):
             parts = tmp.name.split(".")
             pid = int(parts[2]) if len(parts) > 3 and parts[2].isdigit() else None
-            if pid is not None and pid != os.getpid() and not _alive(pid):
+            if pid is not None and pid != os.getpid() and not pid_alive(pid):
                 tmp.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _fsync_and_close(fd: int, folder: str) -> None:

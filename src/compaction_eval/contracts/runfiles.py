@@ -361,7 +361,8 @@ def validate_results(data: dict[str, Any], where: str) -> list[Problem]:
     return problems
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists (one we may not signal counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -387,7 +388,7 @@ def clear_interrupted(out_dir: Path, keep: Path | None = None) -> list[Path]:
             pid = int((stale / PID_FILE).read_text().strip())
         except (OSError, ValueError):
             pid = None
-        if pid is not None and pid != os.getpid() and _pid_alive(pid):
+        if pid is not None and pid != os.getpid() and pid_alive(pid):
             continue
         shutil.rmtree(stale, ignore_errors=True)
         removed.append(stale)
