@@ -89,18 +89,22 @@ print(best)
 """
 
 
-def _old_scorer_seconds(items) -> float | None:
-    """Best-of-5 seconds of the pre-matcher scorer on `items`, or None outside a git checkout."""
-    with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(["git", "archive", OLD_SCORER, "src"], cwd=ROOT, capture_output=True)
-        if archive.returncode != 0:
-            return None
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
-        data = Path(tmp) / "items.json"
-        data.write_text(json.dumps([(s, str(lab.path), str(tr.path), at) for s, lab, tr, at in items]))
+def _old_scorer(items, tmp: str):
+    """A function giving the best-of-5 seconds of the pre-matcher scorer on `items` (its
+    source extracted once into `tmp`), or None outside a git checkout."""
+    archive = subprocess.run(["git", "archive", OLD_SCORER, "src"], cwd=ROOT, capture_output=True)
+    if archive.returncode != 0:
+        return None
+    subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+    data = Path(tmp) / "items.json"
+    data.write_text(json.dumps([(s, str(lab.path), str(tr.path), at) for s, lab, tr, at in items]))
+
+    def seconds() -> float:
         out = subprocess.run([sys.executable, "-c", _OLD_TIMER, str(data)], capture_output=True, text=True,
                              env={**os.environ, "PYTHONPATH": str(Path(tmp) / "src")}, check=True)
         return float(out.stdout.strip())
+
+    return seconds
 
 
 def _wall(cmd: list[str]) -> float:
@@ -125,11 +129,10 @@ def main() -> None:
     # the two scorers run in turn, three times: on a shared machine the load changes between
     # measurements, and the median of paired ratios is steadier than one pair
     pairs = []
-    for _ in range(3):
-        old = _old_scorer_seconds(items)
-        if old is None:
-            break
-        pairs.append((_best_of(_ours, items, repeats=3), old))
+    with tempfile.TemporaryDirectory() as tmp:
+        old_seconds = _old_scorer(items, tmp)
+        for _ in range(3 if old_seconds else 0):
+            pairs.append((_best_of(_ours, items, repeats=3), old_seconds()))
     if pairs:
         ratios = sorted(o / b for o, b in pairs)
         ratio, old = ratios[len(ratios) // 2], pairs[0][1]
