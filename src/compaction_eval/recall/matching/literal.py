@@ -255,16 +255,20 @@ def path_elsewhere(fact_text: str, summary_norm: str) -> bool:
             folders.setdefault(m.group(2), set()).add(folder)
     if not folders:
         return False
-    summary = _slashes(summary_norm)
     same: set[str] = set()
     other: set[str] = set()
-    for m in _FILE_PATH.finditer(summary):
-        name = m.group(2)
+    for folder, name in _file_paths(summary_norm):
         if name in folders:
-            folder = re.sub(r"^(?:\.\./|\./)+", "", m.group(1))
             fits = any(k.endswith(folder) or folder.endswith(k) for k in folders[name])
             (same if fits else other).add(name)
     return bool(other - same)
+
+
+@lru_cache(maxsize=256)
+def _file_paths(summary_norm: str) -> tuple[tuple[str, str], ...]:
+    """(folder, file name) of each `dir/name.ext` of a summary (read once, not once per fact)."""
+    return tuple((re.sub(r"^(?:\.\./|\./)+", "", m.group(1)), m.group(2))
+                 for m in _FILE_PATH.finditer(_slashes(summary_norm)))
 
 
 def _slashes(text: str) -> str:
