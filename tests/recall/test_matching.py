@@ -91,6 +91,8 @@ def test_thousands_separators_only_inside_numbers():
         ("42", "ran 42 tests", True),
         ("42", "python42 and v42", False),
         ("53", "spec: pop-os/cosmic-epoch/issues/53", False),  # a URL segment is not the number
+        ("35", "tests: 31/35 pass", True),  # a fraction's denominator is a number
+        ("35", "/35 and page/35", False),
     ],
 )
 def test_number_keys(key, text, found):
@@ -122,6 +124,10 @@ def test_all_numbers_of_the_history_include_parts_of_identifiers():
         ("django/db/models/deletion.py", "see django/db/models/deletion.py.", True),
         ("django/db/models/deletion.py", "see `django/db/models/deletion.py:235`", True),
         ("django/db/models/deletion.py", "see django/db/models/deletion.pyc", False),
+        ("/opt/miniconda3/envs/testbed", "ran /opt/miniconda3/envs/testbed/bin/python", True),  # a folder key
+        ("homarr-labs/dashboard-icons", "https://cdn.jsdelivr.net/gh/homarr-labs/dashboard-icons/png/x.png", True),
+        ("envs/testbed", "ran envs/testbed2/bin/python and envs/testbed-old", False),
+        ("django/db/models/deletion.py", "see django/db/models/deletion.py/x", False),
         ("django/db/models/deletion.py", "see db/models/deletion2.py", False),
         ("django/db/models/deletion.py", "see mydjango/db/models/deletion.py", False),
         ("django/db/models/deletion.py", "see /testbed/django/db/models/deletion.py", True),

@@ -130,15 +130,18 @@ def key_pattern(key: str) -> re.Pattern[str]:
     k = normalize(key)
     body = re.escape(k)
     if is_number_key(k):
-        # 347 is not in 3470, 3.47, 0.347, v347, 347.5 or issues/347; 347ms still counts.
-        return re.compile(rf"(?<![\w./])(?<!\d,){body}(?![\d_]|[.,]\d)")
+        # 347 is not in 3470, 3.47, 0.347, v347, 347.5 or issues/347; 347ms and 31/347 count.
+        return re.compile(rf"(?<![\w.])(?<![^\d]/)(?<!^/)(?<!\d,){body}(?![\d_]|[.,]\d)")
     path = is_path_key(k)
     left = ""
     if k[0].isalnum() or k[0] == "_":
         left = r"(?<![\w\-.])" if path else r"(?<!\w)"
     right = ""
     if k[-1].isalnum() or k[-1] == "_":
-        right = r"(?!\w|[./\-]\w)" if path else r"(?!\w)"
+        # a folder key is named by a path inside it (envs/testbed in envs/testbed/bin/python);
+        # a file key is not by a longer name (deletion.py in deletion.pyc)
+        folder = path and "." not in k.rsplit("/", 1)[-1]
+        right = (r"(?!\w|[.\-]\w)" if folder else r"(?!\w|[./\-]\w)") if path else r"(?!\w)"
     return re.compile(left + body + right)
 
 
