@@ -344,15 +344,16 @@ def test_real_labels_load_and_lint_clean(path):
     assert lint_against_trace(labels, trace) == []
     assert labels.trace == path.stem == trace.id
     assert labels.labelled_by == "human"
-    # the labelling rules of the brief, so that an edit cannot quietly drift from them
-    assert 1 <= len(labels.points) <= 2
+    # the labelling rules of the briefs, so that an edit cannot quietly drift from them (the
+    # round-5 brief allowed up to 4 points and 24 facts, to label the end of a run as well)
+    assert 1 <= len(labels.points) <= 4
     for at in labels.points:
         assert trace.messages[at]["role"] == "assistant"  # compaction happens before an assistant turn
-        assert 0.35 <= at / len(trace.messages) <= 0.75
-    assert 8 <= len(labels.facts) <= 14
+        assert 0.15 <= at / len(trace.messages) < 1
+    assert 8 <= len(labels.facts) <= 24
     categories = Counter(f.category for f in labels.facts)
     assert len(categories) >= 5 and set(categories) <= set(CATEGORIES)
-    assert 2 <= sum(f.critical for f in labels.facts) <= 4
+    assert 2 <= sum(f.critical for f in labels.facts) <= 6
     for at in labels.points:
         assert len(labels.expected(at)) >= 6  # every point has enough to measure
 
