@@ -214,3 +214,14 @@ def test_load_corpus_raises_one_line_error(tmp_path):
     with pytest.raises(ContractError) as info:
         load_corpus([tmp_path / "traces"], [tmp_path / "labels"])
     assert "\n" not in str(info.value) and "t1.yaml" in str(info.value)
+
+
+def test_lint_without_paths_checks_every_default_file(tmp_path, monkeypatch, capsys):
+    """`lint` alone lints the defaults; `labels/real#2` (a run's sample of two traces per
+    source) means the whole folder to lint, not a file named `real#2`."""
+    monkeypatch.chdir(tmp_path)  # outside a project: the package's copy of the defaults
+    assert main(["lint"]) == 0
+    err = capsys.readouterr().err
+    real = len(list((Path(__file__).parents[2] / "labels" / "real").glob("*.yaml")))
+    labels = int(err.rsplit("trace file(s), ", 1)[1].split()[0])
+    assert labels >= real > 50, err
