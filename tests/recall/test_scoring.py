@@ -1,5 +1,6 @@
-"""score_summary on a real trace: mini-swe-agent django__django-11087 (read from
-../shared/data), hand-labelled in tests/data/scoring/, against hand-written summaries.
+"""score_summary on a real trace: mini-swe-agent django__django-11087 (the raw trajectory,
+shipped gzipped in tests/data/scoring/ with its SOURCE.md), hand-labelled there, against
+hand-written summaries.
 
 summary-faithful.md keeps every expected fact at point 84; each test edits one line of it
 (the edit is asserted to apply, so a changed fixture cannot silently test nothing).
@@ -8,6 +9,7 @@ summary-faithful.md keeps every expected fact at point 84; each test edits one l
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import time
 from pathlib import Path
@@ -20,9 +22,6 @@ from compaction_eval.contracts.traces import Trace, trace_from_json, validate_tr
 from compaction_eval.recall.matching.judge import JudgeVerdict, judge_facts
 from compaction_eval.recall.matching.literal import source_index
 from compaction_eval.recall.scoring import SummaryScore, score_facts, score_summary
-from conftest import MINI_SWE, needs_shared
-
-pytestmark = needs_shared  # builds its own trace from the raw mini-swe-agent file (other ids and indices than fixtures/real)
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scoring"
 AT = 84
@@ -32,7 +31,7 @@ def trace_from_mini_swe(path: Path) -> Trace:
     """trace@1 from a mini-swe-agent trajectory: messages[0] (the system prompt) becomes
     `system`, the other messages keep their role and string content (trace index i is
     trajectory index i + 1)."""
-    raw = json.loads(path.read_text(encoding="utf-8"))
+    raw = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
     first, *rest = raw["messages"]
     assert first["role"] == "system"
     data = {
@@ -57,7 +56,8 @@ ROUND2_LIMIT = pytest.mark.xfail(
 
 @pytest.fixture(scope="module")
 def trace() -> Trace:
-    return trace_from_mini_swe(MINI_SWE / "django__django-11087.traj.json")
+    # its own trace from the raw file: other ids and indices than fixtures/real
+    return trace_from_mini_swe(DATA / "django__django-11087.traj.json.gz")
 
 
 @pytest.fixture(scope="module")
