@@ -59,7 +59,7 @@ def test_validate_matchers_cli_offline_meets_targets(tmp_path, capsys):
     assert tune["by_category"]["number"]["kappa"] >= 0.90
     assert tune["by_category"]["artifact"]["kappa"] >= 0.85  # drifted paths in prose and commands
     assert tune["by_category"]["bug"]["kappa"] >= 0.75
-    assert result["headline"]["test"]["n"] >= 1100  # the blind round-4 test part is measured
+    assert result["headline"]["test"]["n"] >= 1000  # the blind round-5 test part is measured
     # every disagreement is listed, with the human's reason
     n_wrong = round(default["overall"]["n"] * (1 - default["overall"]["accuracy"]))
     assert len(result["disagreements"]["default"]) == n_wrong
