@@ -39,11 +39,13 @@ from compaction_eval.recall.matching.normalize import (
     stem,
 )
 from compaction_eval.recall.matching.semantic import (
+    changed_number,
     negation_conflict,
     outcome,
     reason_kept,
     reason_overlap,
     split_reason,
+    weakened,
 )
 
 
@@ -462,3 +464,47 @@ def test_cosines_match_scikit_learn_tfidf():
     theirs = (vec.transform(texts) @ vec.transform(units + windows).T).toarray()
     assert ours.shape == (2, 7)
     assert np.allclose(ours, theirs)
+
+
+# ------------------------------------------------- false misses of the blind round-5 test part
+
+_NO_TESTS = "Change only non-test source files in /testbed; tests and configuration files must not be modified."
+
+
+@pytest.mark.parametrize(
+    "unit, weak",
+    [
+        ("I may only edit non-test source files, leaving tests alone.", False),  # a limited permission
+        ("Only non-test source files in /testbed may be changed; tests stay untouched.", False),
+        ("I am allowed to edit the library source under /testbed but not the tests.", False),
+        ("Tests may be changed if needed.", True),  # a weakened rule stays weakened
+        ("Tests should preferably not be changed unless required.", True),
+        ("Non-test files can be changed; tests may be touched too.", True),
+    ],
+)
+def test_a_permission_with_its_limit_is_the_rule_not_a_hedge(unit, weak):
+    assert weakened(_NO_TESTS, normalize(unit)) is weak
+
+
+@pytest.mark.parametrize(
+    "fact, unit, changed",
+    [
+        # "at message 82" points into the trace; "a 2-block reply" says "two blocks"
+        ("Exactly one bash block per reply; a reply with two blocks was rejected at message 82.",
+         "EXACTLY ONE bash block per reply (a 2-block reply bounced)", False),
+        ("Replies with several blocks were rejected (messages 36, 44, 58).", "multi-block replies bounced 3 times", False),
+        ("dedup removed 0 duplicates", "dedup removed 18 duplicates", True),
+        ("Phase 1 has four streams", "Phase 1 has 2 streams", False),  # a shared number: not decided here
+    ],
+)
+def test_changed_number_ignores_message_pointers_and_reads_number_words(fact, unit, changed):
+    assert changed_number(fact, [normalize(unit)]) is changed
+
+
+@pytest.mark.parametrize(
+    "text, found",
+    [("Sphinx v4.1.0 on Python 3.9.20", True), ("python4.1.0", False), ("14.1.0", False), ("4.1.0.", True),
+     ("version 4.1.0rc1", False)],
+)
+def test_a_version_key_is_found_after_a_v(text, found):
+    assert (find_key(normalize(text), "4.1.0") is not None) is found

@@ -134,7 +134,9 @@ def key_pattern(key: str) -> re.Pattern[str]:
         return re.compile(rf"(?<![\w.])(?<![^\d]/)(?<!^/)(?<!\d,){body}(?![\d_]|[.,]\d)")
     path = is_path_key(k)
     left = ""
-    if k[0].isalnum() or k[0] == "_":
+    if re.fullmatch(r"\d+(?:\.\d+)+", k):  # a version: 4.1.0 is in v4.1.0, not in 14.1.0
+        left = r"(?:(?<![\w.])|(?<=(?<![\w.])v))"
+    elif k[0].isalnum() or k[0] == "_":
         left = r"(?<![\w\-.])" if path else r"(?<!\w)"
     right = ""
     if k[-1].isalnum() or k[-1] == "_":

@@ -346,8 +346,17 @@ def weakened(fact_text: str, candidate_norm: str) -> bool:
         clause = re.split(r"[,;:.!?()]", candidate_norm[: m.start()])[-1]
         if re.search(r"\b(?:not|no|nothing|never|none|nobody|cannot)\b|n't\b", clause):
             continue
+        # "I may only edit source files", "only source files may change", "allowed to edit the
+        # source but not the tests": a permission with its limit is the rule itself
+        rest = re.split(r"[;:.!?()]", candidate_norm[m.end():])[0]
+        if m.group(0) in _PERMISSIONS and (re.search(r"\bonly\b", clause) or re.match(r"\s*only\b", rest)
+                                           or re.search(r"\bbut (?:not|never)\b", rest)):
+            continue
         return True
     return False
+
+
+_PERMISSIONS = frozenset({"may", "can be", "allowed to", "fine to", "is fine", "are fine"})
 
 
 def changed_number(fact_text: str, units_norm: Sequence[str]) -> bool:
@@ -355,11 +364,25 @@ def changed_number(fact_text: str, units_norm: Sequence[str]) -> bool:
     number the fact lacks and lacks one the fact has, and no unit of it holds all the
     fact's numbers ("dedup removed 18 duplicates" for "removed 0 duplicates"). Numbers of
     meaning facts are then distorted like those of `number` facts."""
-    want = {t.value for t in number_tokens(normalize(fact_text))}
+    fact_norm = _MESSAGE_REF.sub(" ", normalize(fact_text))
+    want = {t.value for t in number_tokens(fact_norm)}
     if not want:
         return False
     got = {t.value for u in units_norm for t in number_tokens(u)}
-    return bool(got - want) and bool(want - got) and not (want & got)
+    # "a 2-block reply" says "two blocks": number words count for the overlap
+    said = want | _number_words(fact_norm)
+    return bool(got - want) and bool(want - got) and not (said & (got | {w for u in units_norm for w in _number_words(u)}))
+
+
+_MESSAGE_REF = re.compile(r"\b(?:messages?|msgs?|indices|index)\s+\d+(?:\s*(?:,|and|-|to)\s*\d+)*")
+"""A label's pointer into the trace ("rejected at message 82", "messages 36, 44, 58"): where
+the fact was seen, not part of it."""
+_WORD_NUMBERS = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+
+
+def _number_words(norm: str) -> set[str]:
+    return {_WORD_NUMBERS[w] for w in re.findall(r"[a-z]+", norm) if w in _WORD_NUMBERS}
 
 
 _NEG_PHRASE = re.compile(r"\b(?:(?:made|makes|make) (?:little|no) difference|no effect|to no avail|unreliable|flaky)\b")
