@@ -683,6 +683,32 @@ def test_full_horizon_section_draws_every_part_and_its_numbers_equal_the_json(br
     assert styles == list(test["by_style"])
 
 
+def test_without_a_test_part_the_matchers_section_shows_the_last_blind_round_as_measured(browser, runs, tmp_path):
+    cand = tmp_path / "cand"
+    shutil.copytree(runs[0], cand, ignore=shutil.ignore_patterns("logs", "report.html"))
+    matchers = _matchers_json()
+    h = matchers["headline"]
+    test = h["test"]
+    h.update(test=None, status="no test part yet")
+    summary = {k: test[k] for k in ("n", "traces", "kappa", "kappa_ci", "keys_kappa")}
+    h["blind_rounds"] = [{"round": 4, "split": "round4", "frozen_at": "ef8c704", **summary, "n": 1170, "kappa": 0.799},
+                         {"round": 5, "split": "round5", "frozen_at": "<b>31b9d4d</b>", **summary}]
+    h["last_blind_round"] = {**h["blind_rounds"][1], "test": test, "gold_n": test["n"] + 1, "stale": True}
+    (cand / "matchers.json").write_text(json.dumps(matchers), encoding="utf-8")
+    page = browser.open(render_report(cand).as_uri())
+    assert page.console_errors() == []
+    lede = " ".join(page.js("document.getElementById('matchers-headline').textContent").split())
+    low, high = test["kappa_ci"]
+    assert "last blind round (round 5, matcher frozen at <b>31b9d4d</b>)" in lede  # untrusted text stays text
+    assert page.js("document.querySelectorAll('#matchers-headline b').length") == 0
+    assert f"κ {test['kappa']:.2f} [{low:.2f}, {high:.2f}]" in lede
+    note = " ".join(page.js("document.getElementById('matchers-round-note').textContent").split())
+    assert "split: round5" in note and "no out-of-sample figure of its own" in note
+    assert f"counts {test['n']} judgments, the gold set now has {test['n'] + 1}" in note  # a stale record is named
+    rounds = page.js("[...document.querySelectorAll('#matchers-rounds tbody tr')].map(r => r.cells[0].textContent + ' ' + r.cells[4].textContent)")
+    assert rounds == ["4 0.80", f"5 {test['kappa']:.2f}"]
+
+
 def test_per_step_tokens_add_up_to_the_input_sent_and_old_files_get_the_same_cost_split(horizon_run):
     from compaction_eval.report.render import _cost_parts, _step_curves
 

@@ -104,6 +104,32 @@ def test_judge_model_over_http_scores_scripted_verdicts_on_the_test_part(tmp_pat
     assert "LLM judge" in text and "key-presence only" in text
 
 
+def test_without_a_test_part_the_judge_is_measured_on_the_last_blind_round(tmp_path, monkeypatch):
+    """Once a round's test part has joined the tune part, --judge-model still has out-of-sample
+    data: the judge was tuned on nothing, and that round's matcher figure is on record."""
+    from inspect_ai.model import get_model
+
+    from compaction_eval.validation.rounds import record_round
+
+    from compaction_eval.validation.headline import part_table
+
+    gold = _gold(tmp_path, "round2")
+    n = 4 * len(FACT_IDS)
+    test = part_table([("t", "intent", "terse", "synthetic", i % 2 == 0, i % 3 == 0, True) for i in range(n)], 50)
+    record_round({"headline": {"test": test}}, gold, round_no=2, split="round2", frozen_at="abc1234")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", DUMMY_KEY)
+    with LoopbackServer(judge_script=script) as server:
+        model = get_model("anthropic/claude-test", base_url=server.url, api_key=DUMMY_KEY)
+        result = validate_all(gold, judge_model=model, resamples=100)
+        served = server.served()
+    h = result["headline"]
+    assert h["test"] is None and h["last_blind_round"]["frozen_at"] == "abc1234" and h["last_blind_round"]["stale"] is False
+    assert len(served) == len(MODES) and h["judge_on"] == "round 2 test part (split: round2)"
+    assert h["judge_test"]["n"] == n and (h["judge_test"]["false_keeps"], h["judge_test"]["false_misses"]) == (6, 9)
+    text = format_headline(h)
+    assert "last blind round: round 2" in text and "round 2 test part (split: round2) (LLM judge alone" in text
+
+
 def test_uncertain_counts_per_sample_and_prompt_reach_the_leaderboard():
     from compaction_eval.recall.aggregate import summarise_prompts, uncertain_count
     from compaction_eval.report.tables import format_leaderboard

@@ -53,13 +53,18 @@ def test_validate_matchers_cli_offline_meets_targets(tmp_path, capsys):
     default = result["facts"]["default"]
     # A regression guard on the part the matcher was built on (the tune part, cross-validated by
     # trace); the test part is measured, not guarded (its figure is the headline, whatever it is).
-    # Rounds 3 and 4 folded the round-2 and round-3 test parts into tune: 0.786 (keys 0.742).
+    # Rounds 3-5 folded the earlier test parts into tune; on all 4,560: 0.794 (keys 0.747).
     tune = result["headline"]["tune_cross_validated"]
     assert tune["kappa"] >= 0.77 and tune["kappa"] > tune["keys_kappa"] + 0.03
     assert tune["by_category"]["number"]["kappa"] >= 0.90
     assert tune["by_category"]["artifact"]["kappa"] >= 0.85  # drifted paths in prose and commands
     assert tune["by_category"]["bug"]["kappa"] >= 0.75
-    assert result["headline"]["test"]["n"] >= 1000  # the blind round-5 test part is measured
+    # round 5's test part joined the tune part after it was measured: no current test part, and
+    # the headline shows that round as measured at its freeze
+    assert result["headline"]["test"] is None and result["headline"]["status"] == "no test part yet"
+    last = result["headline"]["last_blind_round"]
+    assert last["round"] == 5 and last["test"]["n"] >= 1000 and last["stale"] is False
+    assert [r["round"] for r in result["headline"]["blind_rounds"]] == [1, 2, 3, 4, 5]
     # every disagreement is listed, with the human's reason
     n_wrong = round(default["overall"]["n"] * (1 - default["overall"]["accuracy"]))
     assert len(result["disagreements"]["default"]) == n_wrong

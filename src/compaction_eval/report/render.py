@@ -574,6 +574,12 @@ def _matchers_view(matchers: dict[str, Any]) -> dict[str, Any] | None:
     found = matchers.get("headline")
     headline: dict[str, Any] = found if isinstance(found, dict) else {}
     test = headline.get("test") if isinstance(headline.get("test"), dict) else None
+    last = headline.get("last_blind_round")
+    blind_round = None
+    if test is None and isinstance(last, dict) and isinstance(last.get("test"), dict):
+        # no test part now: the last blind round's figure, as measured at its freeze
+        test = last["test"]
+        blind_round = {k: last.get(k) for k in ("round", "frozen_at", "split", "stale", "gold_n", "n")}
     tune = headline.get("tune_cross_validated")
     groups = []
     if test:
@@ -585,6 +591,8 @@ def _matchers_view(matchers: dict[str, Any]) -> dict[str, Any] | None:
     others = {m: t.get("overall") for m, t in (matchers.get("facts") or {}).items() if m != "default" and isinstance(t, dict)}
     return {
         "test": test,
+        "blind_round": blind_round,
+        "rounds": [r for r in headline.get("blind_rounds") or [] if isinstance(r, dict)],
         "groups": groups,
         "status": headline.get("status"),
         "tune": tune if isinstance(tune, dict) else None,

@@ -9,12 +9,13 @@ same items, with the difference. Each part is broken down by category, style and
 Every κ is scikit-learn's `cohen_kappa_score` (`matchers.kappa`).
 
 Until a test part exists the headline says so ("no test part yet") rather than showing the
-tune part's figures in its place.
+tune part's figures in its place, and shows the last blind round as it was measured at its
+freeze (`validation.rounds`: `last_blind_round`, and every round in `blind_rounds`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from compaction_eval.contracts.labels import CATEGORIES, EXACT_CATEGORIES
@@ -106,8 +107,12 @@ def tune_rows(gold: Sequence[GoldFile], items: Sequence[Item]) -> list[Row]:
             for r, kept, _p in cross_validated(rows(tune_gold))]
 
 
-def headline(gold: Sequence[GoldFile], items: Sequence[Item], resamples: int = RESAMPLES) -> dict[str, Any]:
-    """The `headline` key of the validation result (see the module doc)."""
+def headline(gold: Sequence[GoldFile], items: Sequence[Item], resamples: int = RESAMPLES,
+             rounds: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """The `headline` key of the validation result (see the module doc). `rounds`: the
+    recorded blind rounds (`validation.rounds.load_rounds`)."""
+    from compaction_eval.validation.rounds import with_gold_check
+
     test = rows_test_part(items)
     out: dict[str, Any] = {
         "matcher": "default",
@@ -115,12 +120,24 @@ def headline(gold: Sequence[GoldFile], items: Sequence[Item], resamples: int = R
         "test": part_table(test, resamples) if test else None,
         "status": "test part" if test else NO_TEST_PART,
     }
+    if rounds:
+        by_split: dict[str, int] = {}
+        for g in gold:
+            for s in g.summaries:
+                by_split[s.split] = by_split.get(s.split, 0) + len(s.facts)
+        checked = with_gold_check(rounds, by_split)
+        out["blind_rounds"] = [{k: v for k, v in r.items() if k != "test"} for r in checked]
+        measured = [r for r in checked if "test" in r]
+        if not test and measured:
+            out["last_blind_round"] = measured[-1]
     try:
         out["tune_cross_validated"] = part_table(tune_rows(gold, items), resamples)
     except ValueError as exc:  # too few traces, or one class only in a training fold
         out["tune_cross_validated"] = None
         out["tune_note"] = f"tune part not cross-validated: {exc}"
-    judged = rows_test_part(items, "judge")
+    # only the summaries the judge was run on carry its verdicts (`validate_all`)
+    judged = [(i.trace, i.category, i.style, i.source, i.gold, i.predicted["judge"], i.predicted["keys"])
+              for i in items if i.kind == "fact" and "judge" in i.predicted]
     if judged:
         out["judge_test"] = part_table(judged, resamples)
     return out
@@ -156,13 +173,23 @@ def format_headline(h: dict[str, Any]) -> str:
     """The headline block printed above the per-matcher tables."""
     lines = ["HEADLINE (out of sample: the test part, written after the matcher was frozen)"]
     if h["test"] is None:
-        lines.append(f"  {NO_TEST_PART}: no gold summary has split: test, so there is no out-of-sample figure;"
+        lines.append(f"  {NO_TEST_PART}: no gold summary has split: test, so the shipped matcher has no out-of-sample figure;"
                      " the tune part below is cross-validated by trace, not a headline")
+        last = h.get("last_blind_round")
+        if last:
+            stale = (f" STALE: the record has n={last['n']}, the gold set now has {last['gold_n']} judgments"
+                     f" with split {last['split']}") if last.get("stale") else ""
+            lines += ["", f"  last blind round: round {last['round']}, matcher frozen at {last['frozen_at']}, test part now"
+                          f" split: {last['split']} (tune); the matcher has changed since.{stale}"]
+            lines += _part_lines(f"round {last['round']} test part, as measured at the freeze", last["test"])
     else:
         lines += _part_lines("test part (default scorer)", h["test"])
+    if h.get("blind_rounds"):
+        lines.append("  every blind round, kappa (keys only): " + "; ".join(
+            f"{r['round']}: {r['kappa']:.3f} ({r['keys_kappa']:.3f}), n={r['n']}" for r in h["blind_rounds"]))
     if h.get("judge_test") is not None:
         lines.append("")
-        lines += _part_lines("test part (LLM judge alone, quote-checked)", h["judge_test"], "judge")
+        lines += _part_lines(f"{h.get('judge_on') or 'test part'} (LLM judge alone, quote-checked)", h["judge_test"], "judge")
     elif "judge_test" in h:
         lines.append(f"  judge: {NO_TEST_PART}, nothing judged")
     t = h["tune_cross_validated"]
@@ -177,14 +204,21 @@ def format_headline(h: dict[str, Any]) -> str:
 def validate_all(gold_dir: Any, model: Any = None, judge_model: Any = None,
                  resamples: int = RESAMPLES) -> dict[str, Any]:
     """`matchers.validate` plus the `headline` key (test part first); with `judge_model`,
-    the judge is run on the test part's summaries only and its κ reported there."""
+    the judge is run on the test part's summaries only and its κ reported there. Without a
+    test part, the judge runs on the last blind round's summaries instead: the judge was tuned
+    on nothing, so they are out of sample for it, and the recorded figure of the matcher frozen
+    for that round is the comparison."""
     from compaction_eval.validation.matchers import collect_items, judge_gold, validate
+    from compaction_eval.validation.rounds import load_rounds
 
     got: dict[str, Any] = {}
     result = validate(gold_dir, model=model, out=got)
     gold, items = got["gold"], got["items"]
+    rounds = load_rounds(gold_dir)
+    judged_on = None
     if judge_model is not None:
-        test_gold = [g for g in (_only_test(g) for g in gold) if g.summaries]
+        judged_on, keep = _judged_part(gold, rounds)
+        test_gold = [g for g in (_only(g, keep) for g in gold) if g.summaries]
         judged = judge_gold(test_gold, judge_model) if test_gold else {}
         if judged:
             by_key = {(i.trace, i.summary, i.id, i.kind): i for i in collect_items(test_gold, judged)}
@@ -194,9 +228,10 @@ def validate_all(gold_dir: Any, model: Any = None, judge_model: Any = None,
                     i.predicted["judge"] = j.predicted["judge"]
                     i.evidence["judge"] = j.evidence.get("judge")
         result["judge_model"] = _name(judge_model)
-    result["headline"] = headline(gold, items, resamples)
-    if judge_model is not None and "judge_test" not in result["headline"]:
-        result["headline"]["judge_test"] = None
+    result["headline"] = headline(gold, items, resamples, rounds)
+    if judge_model is not None:
+        result["headline"].setdefault("judge_test", None)
+        result["headline"]["judge_on"] = judged_on
     return result
 
 
@@ -204,7 +239,19 @@ def _name(model: Any) -> str:
     return str(model if isinstance(model, str) else getattr(model, "name", model))
 
 
-def _only_test(g: GoldFile) -> GoldFile:
+def _judged_part(gold: Sequence[GoldFile], rounds: Sequence[dict[str, Any]]) -> tuple[str, Callable[[str], bool]]:
+    """Which summaries an LLM judge is measured on, by split: the test part, else the last
+    blind round's test part; with its name."""
+    if any(part_of(s.split) == "test" for g in gold for s in g.summaries):
+        return "test part", lambda split: part_of(split) == "test"
+    measured = [r for r in rounds if "test" in r and r.get("split")]
+    if not measured:
+        return "nothing (no test part, no recorded blind round)", lambda split: False
+    last = measured[-1]
+    return f"round {last['round']} test part (split: {last['split']})", lambda split: split == last["split"]
+
+
+def _only(g: GoldFile, keep: Callable[[str], bool]) -> GoldFile:
     from dataclasses import replace
 
-    return replace(g, summaries=[s for s in g.summaries if part_of(s.split) == "test"])
+    return replace(g, summaries=[s for s in g.summaries if keep(s.split)])
