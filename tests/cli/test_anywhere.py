@@ -94,6 +94,7 @@ def test_built_wheel_runs_from_an_empty_directory(tmp_path):
     assert "compaction_eval/data/prompts/handoff.j2" in shipped
     assert any(n.startswith("compaction_eval/data/fixtures/traces/synth-") for n in shipped)
     assert "compaction_eval/data/labels/gold/controls.yaml" in shipped
+    assert "compaction_eval/data/labels/gold/blind-rounds.json" in shipped  # the headline without a test part
     assert not any("synth-large" in n for n in shipped)  # the default corpus only
 
     venv = tmp_path / "venv"
