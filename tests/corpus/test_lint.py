@@ -225,3 +225,16 @@ def test_lint_without_paths_checks_every_default_file(tmp_path, monkeypatch, cap
     real = len(list((Path(__file__).parents[2] / "labels" / "real").glob("*.yaml")))
     labels = int(err.rsplit("trace file(s), ", 1)[1].split()[0])
     assert labels >= real > 50, err
+
+
+def test_a_document_of_ours_in_a_scanned_folder_is_skipped_with_a_note_but_named_it_is_an_error(tmp_path, capsys):
+    """labels/gold/blind-rounds.json sits in a folder lint scans: not a trace, said so; named
+    explicitly, the same file is a located error (nothing silently skipped)."""
+    folder = tmp_path / "labels" / "gold"
+    folder.mkdir(parents=True)
+    doc = folder / "blind-rounds.json"
+    doc.write_text(json.dumps({"schema": "compaction-eval/blind-rounds@1", "rounds": []}), encoding="utf-8")
+    assert main(["lint", str(tmp_path / "labels"), "--traces"]) == 0
+    assert f"skipped {doc}: JSON that is not a trace" in capsys.readouterr().err
+    assert main(["lint", str(doc), "--traces"]) == 1
+    assert f"{doc}: schema: unknown schema" in capsys.readouterr().out

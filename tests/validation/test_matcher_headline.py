@@ -109,9 +109,8 @@ def test_without_a_test_part_the_judge_is_measured_on_the_last_blind_round(tmp_p
     data: the judge was tuned on nothing, and that round's matcher figure is on record."""
     from inspect_ai.model import get_model
 
-    from compaction_eval.validation.rounds import record_round
-
     from compaction_eval.validation.headline import part_table
+    from compaction_eval.validation.rounds import record_round
 
     gold = _gold(tmp_path, "round2")
     n = 4 * len(FACT_IDS)

@@ -17,13 +17,17 @@ def lint(paths: list[Path], trace_dirs: list[Path]) -> tuple[int, int, list[Prob
 
     Returns (trace files, labels files, problems, JSON files skipped as not traces).
     """
+    scanned: set[Path] = set()
     try:
-        traces = trace_paths(paths)
+        traces = trace_paths(paths, scanned)
         labels = label_paths(paths)
     except ContractError as exc:
         return 0, 0, exc.problems, []
     extra = [d for d in map(resolve_input, trace_dirs) if d.exists()]
-    corpus, problems = check_corpus([*traces, *extra], labels)
+    # the inputs as given, so that JSON found by scanning a folder that is not a trace (a
+    # results file, labels/gold/blind-rounds.json) is reported as skipped, not as a bad trace
+    named = [*(p for p in paths if resolve_input(p).is_dir()), *(t for t in traces if t not in scanned)]
+    corpus, problems = check_corpus([*named, *extra], labels)
     known = {*traces, *labels}
     problems += [
         Problem(str(p), "", "neither a trace (.json, .json.gz) nor a labels file (.yaml, .yml)")
