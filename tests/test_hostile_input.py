@@ -66,7 +66,7 @@ def cli(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def one_error(err: str, *needles: str) -> str:
+def assert_one_error(err: str, *needles: str) -> str:
     """The CLI's error: one located line (extra problems are indented below it)."""
     first = [line for line in err.splitlines() if line.startswith("compaction-eval: error:")]
     assert len(first) == 1, err
@@ -207,14 +207,14 @@ def prompt_run(tmp_path: Path, capsys, body: str, name: str = "evil.j2", raw: by
 )
 def test_prompt_templates_are_sandboxed(tmp_path, capsys, body):
     path, err = prompt_run(tmp_path, capsys, "Summarise.\n" + body + "\n")
-    one_error(err, f"{path}: line 7: unsafe template:", "sandbox")
+    assert_one_error(err, f"{path}: line 7: unsafe template:", "sandbox")
 
 
 def test_prompt_template_cannot_read_the_environment(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-SECRET-do-not-copy-0000")
     path, err = prompt_run(tmp_path, capsys, "{{ cycler.__init__.__globals__.os.environ['ANTHROPIC_API_KEY'] }}\n")
     assert "SECRET" not in err
-    one_error(err, f"{path}: line 6: unsafe template")
+    assert_one_error(err, f"{path}: line 6: unsafe template")
 
 
 @pytest.mark.parametrize("target", ["../outside.j2", "/etc/hostname", "link.j2"])
@@ -223,24 +223,24 @@ def test_prompt_include_only_inside_the_prompts_folder(tmp_path, capsys, target)
     (tmp_path / "prompts").mkdir()
     (tmp_path / "prompts" / "link.j2").symlink_to(tmp_path / "outside.j2")
     path, err = prompt_run(tmp_path, capsys, f'{{% include "{target}" %}}\n')
-    one_error(err, f"{path}: line 6: included template not found:")
+    assert_one_error(err, f"{path}: line 6: included template not found:")
 
 
 def test_prompt_with_an_undefined_variable_fails_before_running(tmp_path, capsys):
     path, err = prompt_run(tmp_path, capsys, "Summarise {{ spann }} in {{ budget }} tokens.\n")
-    one_error(err, f"{path}: line 6: template error: 'spann' is undefined")
+    assert_one_error(err, f"{path}: line 6: template error: 'spann' is undefined")
 
 
 def test_prompt_with_binary_content_is_a_located_error(tmp_path, capsys):
     path, err = prompt_run(tmp_path, capsys, "", raw=HEADER.encode() + b"\xff\xfe\x00binary")
-    one_error(err, f"{path}: byte {len(HEADER)}: not UTF-8 text")
+    assert_one_error(err, f"{path}: byte {len(HEADER)}: not UTF-8 text")
 
 
 def test_prompt_including_a_binary_partial_is_a_located_error(tmp_path, capsys):
     (tmp_path / "prompts").mkdir()
     (tmp_path / "prompts" / "_bin.j2").write_bytes(b"\x89PNG\r\n\x1a\n\xff")
     _, err = prompt_run(tmp_path, capsys, '{% include "_bin.j2" %}\n')
-    one_error(err, f"{tmp_path / 'prompts' / '_bin.j2'}: byte 0: not UTF-8 text")
+    assert_one_error(err, f"{tmp_path / 'prompts' / '_bin.j2'}: byte 0: not UTF-8 text")
 
 
 def test_the_shipped_prompts_still_render():
@@ -279,7 +279,7 @@ def test_recall_refuses_bad_numbers_and_run_names_before_running(tmp_path, capsy
         argv += ["--run", "r"]
     code, _, err = cli(capsys, *argv)
     assert code == 2
-    one_error(err, needle)
+    assert_one_error(err, needle)
     assert not (tmp_path / "results").exists() or list((tmp_path / "results").iterdir()) == []
     assert not (tmp_path.parent / "escape").exists()
 
@@ -299,14 +299,14 @@ def test_every_suite_checks_its_compaction_flags_in_one_place(tmp_path, capsys, 
     out = ["--work-dir", str(tmp_path / "results")] if argv[0] == "tune" else ["--out", str(tmp_path / "results"), "--run", "r"]
     code, _, err = cli(capsys, *argv, *out)
     assert code == 2
-    one_error(err, needle)
+    assert_one_error(err, needle)
     assert not (tmp_path / "results").exists() or list((tmp_path / "results").iterdir()) == []
 
 
 def test_keep_last_that_empties_the_span_is_an_error_not_100_percent(tmp_path, capsys):
     code, _, err = cli(capsys, *recall_argv(tmp_path, "--keep-last", "1000", "--run", "r"))
     assert code == 2
-    one_error(err, f"{tmp_path / 'labels' / 't1.yaml'}: line 5, points[0].at: --keep-last 1000 keeps all of messages[1:8] verbatim")
+    assert_one_error(err, f"{tmp_path / 'labels' / 't1.yaml'}: line 5, points[0].at: --keep-last 1000 keeps all of messages[1:8] verbatim")
 
 
 def test_absolute_run_names_are_refused_by_the_one_name_rule():
@@ -362,7 +362,7 @@ def test_out_naming_an_existing_file_is_a_located_error(tmp_path, capsys):
     (tmp_path / "results").write_text("not a directory")
     code, _, err = cli(capsys, *argv)
     assert code == 2
-    one_error(err, f"{tmp_path / 'results'}: --out must be a directory, but this is an existing file")
+    assert_one_error(err, f"{tmp_path / 'results'}: --out must be a directory, but this is an existing file")
     assert (tmp_path / "results").read_text() == "not a directory"
 
 
@@ -434,12 +434,12 @@ def test_gate_and_report_refuse_bad_results_with_a_located_error(tmp_path, capsy
     md, junit = tmp_path / "gate.md", tmp_path / "gate.xml"
     code, _, err = cli(capsys, "gate", "--baseline", str(base), "--candidate", str(cand), "--markdown", str(md), "--junit", str(junit))
     assert code == 2
-    one_error(err, f"{cand / 'results.json'}: {place}: candidate: {message}")
+    assert_one_error(err, f"{cand / 'results.json'}: {place}: candidate: {message}")
     assert "unusable input" in md.read_text()
     ET_parse(junit)
     code, _, err = cli(capsys, "report", str(cand))
     assert code == 2
-    one_error(err, f"{cand / 'results.json'}: {place}: {message}")
+    assert_one_error(err, f"{cand / 'results.json'}: {place}: {message}")
     assert not (cand / "report.html").exists()
 
 
@@ -456,7 +456,7 @@ def test_gate_refuses_nan_written_as_a_json_constant(tmp_path, capsys):
     path.write_text(path.read_text().replace('"recall": 1.0,', '"recall": NaN,', 1))
     code, _, err = cli(capsys, "gate", "--baseline", str(base), "--candidate", str(cand))
     assert code == 2
-    one_error(err, f"{path}: line 1 column", "NaN is not a JSON number")
+    assert_one_error(err, f"{path}: line 1 column", "NaN is not a JSON number")
 
 
 def test_report_baseline_refuses_runs_with_different_settings_as_the_gate_does(tmp_path, capsys):
@@ -466,8 +466,8 @@ def test_report_baseline_refuses_runs_with_different_settings_as_the_gate_does(t
     assert code == 2
     code, _, report_err = cli(capsys, "report", str(cand), "--baseline", str(base))
     assert code == 2
-    line = one_error(report_err, "budget: baseline 250, candidate 800", "--allow-setting-changes")
-    assert line.split(": config: ")[1] == one_error(gate_err).split(": config: ")[1]  # the gate's own words
+    line = assert_one_error(report_err, "budget: baseline 250, candidate 800", "--allow-setting-changes")
+    assert line.split(": config: ")[1] == assert_one_error(gate_err).split(": config: ")[1]  # the gate's own words
     assert not (cand / "report.html").exists()
 
 

@@ -111,7 +111,8 @@ def headline(gold: Sequence[GoldFile], items: Sequence[Item], resamples: int = R
              rounds: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """The `headline` key of the validation result (see the module doc). `rounds`: the
     recorded blind rounds (`validation.rounds.load_rounds`)."""
-    from compaction_eval.validation.rounds import with_gold_check
+    from compaction_eval.validation.matchers import judgments_by_split
+    from compaction_eval.validation.rounds import last_measured, with_gold_check
 
     test = rows_test_part(items)
     out: dict[str, Any] = {
@@ -121,15 +122,11 @@ def headline(gold: Sequence[GoldFile], items: Sequence[Item], resamples: int = R
         "status": "test part" if test else NO_TEST_PART,
     }
     if rounds:
-        by_split: dict[str, int] = {}
-        for g in gold:
-            for s in g.summaries:
-                by_split[s.split] = by_split.get(s.split, 0) + len(s.facts)
-        checked = with_gold_check(rounds, by_split)
+        checked = with_gold_check(rounds, judgments_by_split(gold))
         out["blind_rounds"] = [{k: v for k, v in r.items() if k != "test"} for r in checked]
-        measured = [r for r in checked if "test" in r]
-        if not test and measured:
-            out["last_blind_round"] = measured[-1]
+        last = last_measured(checked)
+        if not test and last:
+            out["last_blind_round"] = last
     try:
         out["tune_cross_validated"] = part_table(tune_rows(gold, items), resamples)
     except ValueError as exc:  # too few traces, or one class only in a training fold
@@ -244,10 +241,11 @@ def _judged_part(gold: Sequence[GoldFile], rounds: Sequence[dict[str, Any]]) -> 
     blind round's test part; with its name."""
     if any(part_of(s.split) == "test" for g in gold for s in g.summaries):
         return "test part", lambda split: part_of(split) == "test"
-    measured = [r for r in rounds if "test" in r and r.get("split")]
-    if not measured:
+    from compaction_eval.validation.rounds import last_measured
+
+    last = last_measured(rounds)
+    if last is None:
         return "nothing (no test part, no recorded blind round)", lambda split: False
-    last = measured[-1]
     return f"round {last['round']} test part (split: {last['split']})", lambda split: split == last["split"]
 
 

@@ -63,6 +63,11 @@ the matcher code."""
 PARTS = ("tune", "test")
 
 
+def judgments_by_split(gold: Sequence[GoldFile]) -> dict[str, int]:
+    """Fact judgments per split (every split of SPLITS, zero when absent)."""
+    return {sp: sum(len(s.facts) for g in gold for s in g.summaries if s.split == sp) for sp in SPLITS}
+
+
 def part_of(split: str) -> str:
     """The measurement part of a split: only `test` is out of sample."""
     return "test" if split == "test" else "tune"
@@ -564,7 +569,7 @@ def validate(gold_dir: Path | str, model: Any = None, *, out: dict[str, Any] | N
             "traces": len(gold),
             "heldout_traces": sorted(g.trace for g in gold if g.split == "heldout"),
             "fresh_summaries": sorted(f"{g.trace}/{s.id}" for g in gold for s in g.summaries if s.split == "fresh"),
-            "by_split": {sp: sum(len(s.facts) for g in gold for s in g.summaries if s.split == sp) for sp in SPLITS},
+            "by_split": judgments_by_split(gold),
             "summaries": sum(len(g.summaries) for g in gold),
             "fact_judgments": len(facts),
             "avoid_judgments": sum(i.kind == "avoid" for i in items),

@@ -77,6 +77,12 @@ def with_gold_check(rounds: Sequence[dict[str, Any]], judgments_by_split: dict[s
     return out
 
 
+def last_measured(rounds: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The latest round recorded with its whole test table (and a split to find its summaries)."""
+    measured = [r for r in rounds if "test" in r and r.get("split")]
+    return measured[-1] if measured else None
+
+
 def record_round(result: dict[str, Any], gold_dir: Path | str, *, round_no: int, split: str, frozen_at: str) -> Path:
     """Add (or replace) round `round_no` from a validate-matchers result measured at the
     freeze; written atomically."""
