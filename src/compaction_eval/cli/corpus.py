@@ -12,11 +12,9 @@ from compaction_eval.contracts.problems import ContractError
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from compaction_eval.contracts.paths import split_selector
     from compaction_eval.corpus.lint import draft_warnings, lint
 
-    # a DIR#N selector samples traces for a run; lint checks every file of DIR
-    paths = [Path(split_selector(p)[0]) for p in (args.paths or [*DEFAULT_TRACES, *DEFAULT_LABELS])]
+    paths = [Path(p) for p in (args.paths or [*DEFAULT_TRACES, *DEFAULT_LABELS])]
     traces, labels, problems, skipped = lint(paths, [Path(d) for d in args.traces])
     for p in problems:
         print(p)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compaction_eval.contracts.paths import resolve_input
+from compaction_eval.contracts.paths import resolve_input, split_selector
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.corpus.load import check_corpus, label_paths, trace_paths
 
@@ -17,6 +17,8 @@ def lint(paths: list[Path], trace_dirs: list[Path]) -> tuple[int, int, list[Prob
 
     Returns (trace files, labels files, problems, JSON files skipped as not traces).
     """
+    # a DIR#N selector samples traces for a run; lint checks every file of DIR
+    paths = [Path(split_selector(p)[0]) for p in paths]
     scanned: set[Path] = set()
     try:
         traces = trace_paths(paths, scanned)

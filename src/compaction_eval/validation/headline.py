@@ -87,10 +87,11 @@ def part_table(rows: Sequence[Row], resamples: int = RESAMPLES) -> dict[str, Any
     return out
 
 
-def rows_test_part(items: Sequence[Item], matcher: str = "default") -> list[Row]:
-    """The test part's fact items as rows for `matcher` (the shipped scorer by default)."""
+def fact_rows(items: Sequence[Item], matcher: str = "default", *, test_part: bool = True) -> list[Row]:
+    """Fact items as rows for `matcher` (the shipped scorer by default): the test part's, or
+    with `test_part=False` every item `matcher` judged (the judge runs on a chosen part only)."""
     return [(i.trace, i.category, i.style, i.source, i.gold, i.predicted[matcher], i.predicted["keys"])
-            for i in items if i.kind == "fact" and part_of(i.split) == "test" and matcher in i.predicted]
+            for i in items if i.kind == "fact" and matcher in i.predicted and (not test_part or part_of(i.split) == "test")]
 
 
 def tune_rows(gold: Sequence[GoldFile], items: Sequence[Item]) -> list[Row]:
@@ -114,7 +115,7 @@ def headline(gold: Sequence[GoldFile], items: Sequence[Item], resamples: int = R
     from compaction_eval.validation.matchers import judgments_by_split
     from compaction_eval.validation.rounds import last_measured, with_gold_check
 
-    test = rows_test_part(items)
+    test = fact_rows(items)
     out: dict[str, Any] = {
         "matcher": "default",
         "reference": "keys: all keys of some key set present = kept",
@@ -132,9 +133,7 @@ def headline(gold: Sequence[GoldFile], items: Sequence[Item], resamples: int = R
     except ValueError as exc:  # too few traces, or one class only in a training fold
         out["tune_cross_validated"] = None
         out["tune_note"] = f"tune part not cross-validated: {exc}"
-    # only the summaries the judge was run on carry its verdicts (`validate_all`)
-    judged = [(i.trace, i.category, i.style, i.source, i.gold, i.predicted["judge"], i.predicted["keys"])
-              for i in items if i.kind == "fact" and "judge" in i.predicted]
+    judged = fact_rows(items, "judge", test_part=False)  # the part `validate_all` chose for the judge
     if judged:
         out["judge_test"] = part_table(judged, resamples)
     return out

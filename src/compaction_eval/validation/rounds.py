@@ -27,7 +27,8 @@ from compaction_eval.contracts.problems import ContractError, Problem
 
 SCHEMA = "compaction-eval/blind-rounds@1"
 FILE_NAME = "blind-rounds.json"
-_SUMMARY = ("round", "split", "frozen_at", "n", "traces", "kappa", "kappa_ci", "keys_kappa")
+_MEASURED = ("n", "traces", "kappa", "kappa_ci", "keys_kappa")
+_SUMMARY = ("round", "split", "frozen_at", *_MEASURED)
 """What every round keeps (older rounds keep only this; newer ones add the whole `test` table)."""
 _TEST_TABLE = ("n", "traces", "kappa", "kappa_ci", "keys_kappa", "keys_kappa_ci", "difference", "difference_ci",
                "false_keeps", "false_misses", "exact", "meaning")
@@ -93,7 +94,7 @@ def record_round(result: dict[str, Any], gold_dir: Path | str, *, round_no: int,
         raise ContractError([Problem("result", "headline.test", "no test part in this result: measure at the freeze")])
     path = rounds_path(gold_dir)
     rounds = [r for r in load_rounds(gold_dir) if r["round"] != round_no]
-    rounds.append({"round": round_no, "split": split, "frozen_at": frozen_at, **{k: test[k] for k in _SUMMARY[3:]},
+    rounds.append({"round": round_no, "split": split, "frozen_at": frozen_at, **{k: test[k] for k in _MEASURED},
                    "test": test})
     write_json_atomic(path, {"schema": SCHEMA, "rounds": sorted(rounds, key=lambda r: r["round"])})
     return path

@@ -348,10 +348,10 @@ def weakened(fact_text: str, candidate_norm: str) -> bool:
             continue
         # "I may only edit source files", "only source files may change", "allowed to edit the
         # source but not the tests": a permission with its limit is the rule itself
-        rest = re.split(r"[;:.!?()]", candidate_norm[m.end():])[0]
-        if m.group(0) in _PERMISSIONS and (re.search(r"\bonly\b", clause) or re.match(r"\s*only\b", rest)
-                                           or re.search(r"\bbut (?:not|never)\b", rest)):
-            continue
+        if m.group(0) in _PERMISSIONS:
+            rest = re.split(r"[;:.!?()]", candidate_norm[m.end():])[0]
+            if re.search(r"\bonly\b", clause) or re.match(r"\s*only\b", rest) or re.search(r"\bbut (?:not|never)\b", rest):
+                continue
         return True
     return False
 
