@@ -48,16 +48,31 @@ class JudgeOutputError(ValueError):
     """The judge's answer is not the JSON list of verdicts it was asked for."""
 
 
+# The rubric is frozen: its text is part of every recorded answer's key, and its agreement
+# with people is measured only on rounds judged after the freeze (labels/gold/README.md).
+# Version 2 (frozen before any judge figure was measured in this project) spells out the
+# gold rule per category: v1 missed paraphrased intents and decisions whose reason was
+# reworded, and kept bug facts whose error text was paraphrased.
+RUBRIC_VERSION = "judge@2"
+
 SYSTEM = """You check which facts of an agent's conversation survived in a compacted summary.
-A fact is kept when an agent that only reads the summary could act on it without re-deriving it.
-- A paraphrase counts.
-- A negation does not count ("the fix did not work" for "the fix worked"; "modify tests" for
-  "must not modify tests").
-- An inversion does not count (a failed attempt reported as a success, or the reverse).
-- A vaguer version that loses what makes the fact actionable does not count (no file, no
-  symbol, no error text, no number, no reason).
-- For decisions and attempts the reason is part of the fact: the summary must keep it too.
-- Paths, symbols, numbers and error messages must appear exactly as in the fact.
+A fact is kept when an agent that reads only the summary could act on it without re-deriving it.
+Judge each fact by its category:
+- intent, constraint, next_step: the same goal, rule or next action, in any words. It is kept
+  when the summary states it, even briefly or inside a longer sentence. It is not kept when it
+  is missing, negated ("modify tests" for "must not modify tests"), or so vague that the agent
+  could not act on it.
+- decision, attempt: the choice or the attempt with its outcome and, when the fact gives one,
+  its reason. A paraphrase counts, and so does a reason put in other words. It is not kept when
+  the outcome or the reason is missing or changed, or when the outcome is inverted (a failed
+  attempt reported as a success, or the reverse).
+- artifact, number: the path, symbol, command, ID or number appears as in the fact. A path may
+  be shortened if it still names the same file without ambiguity; another file, folder or
+  symbol, or a rounded or changed number, does not count.
+- bug: the distinctive error appears: its exception or error name and the key words of its
+  message as in the fact. Describing the error in other words does not count.
+A fact is not kept when the summary says something the fact contradicts, even in the same words.
+The words that keep a fact may be spread over several sentences.
 Answer with a JSON array only, one object per fact, in the order given:
 [{"id": "<fact id>", "kept": true or false, "quote": "<the exact words copied from the summary that carry the fact, or empty>", "reason": "<one short sentence>"}]"""
 
@@ -188,4 +203,4 @@ def _clean_quote(value: Any) -> str:
     return quote.strip()
 
 
-__all__ = ["JudgeOutputError", "JudgeVerdict", "build_prompt", "contradicts", "judge_facts", "parse_judge_output", "verdicts_from_text"]
+__all__ = ["RUBRIC_VERSION", "JudgeOutputError", "JudgeVerdict", "build_prompt", "contradicts", "judge_facts", "parse_judge_output", "verdicts_from_text"]
