@@ -25,6 +25,7 @@ STAGES = {
     "validation": 5,
     "loopback": 7,  # speaks for every stand-in, the optimiser of tune/ included
     "tune": 6,
+    "history": 6,  # indexes what the suites wrote; the report draws its trends
     "report": 7,
     "cli": 8,
     "api": 8,

@@ -72,7 +72,9 @@ def run_dir(args: argparse.Namespace) -> Path:
     written (`../x`, `/abs` and `.hidden` are refused: contracts.runfiles.check_run_name)."""
     from compaction_eval.contracts.runfiles import run_directory
 
-    return run_directory(args.out, args.run or datetime.now().strftime("%Y%m%d-%H%M%S"))
+    if not args.run:  # chosen once, so that later steps of the command (--history) find the same run
+        args.run = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return run_directory(args.out, args.run)
 
 
 def add_recall_args(p: argparse.ArgumentParser) -> None:

@@ -29,6 +29,7 @@ COMMANDS = (
     "compaction_eval.cli.suggest",
     "compaction_eval.cli.validation",  # validate-matchers
     "compaction_eval.cli.review",
+    "compaction_eval.cli.history",
 )
 
 
@@ -41,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS:
         importlib.import_module(module).register(sub)
+    from compaction_eval.cli.history import add_history_flag
+
+    add_history_flag(sub)
     return parser
 
 
@@ -48,7 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     keep_inspect_local()
     try:
-        return args.func(args)
+        code = args.func(args)
+        if code == 0:
+            from compaction_eval.cli.history import record_history
+
+            record_history(args)
+        return code
     except ContractError as exc:
         code = error(str(exc))
         for problem in exc.problems[1:]:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime
 from pathlib import Path
 
+from compaction_eval.cli.common import run_dir
 from compaction_eval.contracts.settings import DEFAULT_BUDGET, DEFAULT_KEEP_LAST, HORIZON_COMPACTION
 
 COMMANDS = {
@@ -78,7 +78,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from compaction_eval.replay.run import FILES, run_modes
 
     config = config_from(args)
-    out = Path(args.into) if args.into else Path(args.out) / (args.run or datetime.now().strftime("%Y%m%d-%H%M%S"))
+    out = Path(args.into) if args.into else run_dir(args)
     if not args.quiet:
         print(f"{args.mode}: model {config.model} -> {out}", file=sys.stderr)
     try:

@@ -16,6 +16,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         traces=args.traces,
         labels=args.labels,
         allow_setting_changes=args.allow_setting_changes,
+        history=Path(args.history) if args.history else None,
     )
     print(path)
     return 0
@@ -29,4 +30,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--traces", nargs="+", help="where the run's traces are, for source excerpts (default: the run's config)")
     p.add_argument("--labels", nargs="+", help="where the run's labels are, for fact text (default: the run's config)")
     p.add_argument("--allow-setting-changes", action="store_true", help="compare with a baseline made with other settings (as `gate --allow-setting-changes`)")
+    p.add_argument("--history", metavar="DB", help="a run history database (`history add`): adds the \"over time\" section")
     p.set_defaults(func=cmd_report)

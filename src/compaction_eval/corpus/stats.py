@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -29,7 +32,22 @@ def corpus_stats(corpus: Corpus) -> dict[str, Any]:
         "unlabelled_traces": len(corpus.traces) - len(traces),
         "skipped_files": [str(p) for p in corpus.skipped],
         "by_source": by_source(corpus),
+        "fingerprint": fingerprint(corpus),
     }
+
+
+def fingerprint(corpus: Corpus) -> str:
+    """A digest of the labelled traces and their labels: two runs with the same fingerprint were
+    asked the same questions about the same conversations (the run history compares only those)."""
+    digest = hashlib.sha256()
+    for tid in sorted(corpus.labels):
+        trace = corpus.traces[tid]
+        labels = dataclasses.asdict(corpus.labels[tid])
+        for where in ("path", "lines", "text"):  # where and how the file was written is not what it says
+            labels.pop(where, None)
+        body = {"system": trace.system, "messages": trace.messages, "labels": labels}
+        digest.update(json.dumps([tid, body], sort_keys=True, default=str, ensure_ascii=False).encode("utf-8"))
+    return digest.hexdigest()[:24]
 
 
 def _distinct(values: Iterable[Any]) -> list[str]:

@@ -624,6 +624,7 @@ def build_context(
         "category_short": CATEGORY_SHORT,
         "recall_colour": plots.recall_colour,
         "tune": None,
+        "trends": None,
     }
     if results is None:
         return ctx
@@ -765,6 +766,7 @@ def render_report(
     traces: list[str] | None = None,
     labels: list[str] | None = None,
     allow_setting_changes: bool = False,
+    history: Path | None = None,
 ) -> Path:
     """Write the HTML report of a run directory and return its path.
 
@@ -778,6 +780,8 @@ def render_report(
             excerpts (default: the paths in the run's config).
         allow_setting_changes: compare with a baseline made with another model, budget,
             shape or focus (refused otherwise, as by the gate).
+        history: a run history database (`compaction-eval history`): adds the "over time"
+            section.
 
     Raises ContractError when the directory holds no results.
     """
@@ -816,6 +820,10 @@ def render_report(
 
         context["replay_html"] = replay_sections(run_dir)
     context["optimize"] = optimize
+    if history is not None:
+        from compaction_eval.report.trends_view import trends_view
+
+        context["trends"] = trends_view(history)
     if results is not None:
         context["fixes"] = fixes_view(results)
     write_text_atomic(target, render_html(context))
