@@ -172,6 +172,39 @@ def test_aider_log_rebuilds_one_conversation_not_33_copies(converted):
     assert trace["system"].startswith("Act as an expert code analyst.")
 
 
+# ------------------------------------------------------------------ Codex CLI
+
+
+@needs_data
+def test_codex_rollouts_one_message_per_history_item(converted):
+    # messages, typed prompts and tool calls per file, as counted in each folder's SOURCE.md
+    expected = {"cpolar-connect/rollout-2025-09-16T14-12-31": (150, 13, 58),
+                "moonmind/rollout-2025-11-12T17-48-11": (207, 6, 97),
+                "moonmind/rollout-2025-11-13T16-00-16": (162, 2, 78),
+                "moonmind/rollout-2025-11-13T18-21-11": (88, 1, 42),
+                "openprintkit/rollout-2025-10-31T19-02-58": (926, 63, 400),
+                "openprintkit/rollout-2025-11-01T11-34-37": (766, 52, 329)}
+    seen = {}
+    for rel, traces in converted.items():
+        if not rel.startswith("codex-cli/"):
+            continue
+        [trace] = traces
+        meta = trace["metadata"]
+        folder, name = rel.split("/")[1:]
+        seen[f"{folder}/{name[:len('rollout-2025-09-16T14-12-31')]}"] = (len(trace["messages"]), meta["user_prompts"], meta["tool_calls"])
+        assert "unanswered_tool_calls" not in meta and "orphan_tool_outputs" not in meta
+        lines = (DATA / rel).read_text(encoding="utf-8").splitlines()
+        history = [n for n, line in enumerate(lines, 1) if '"type":"response_item"' in line
+                   and not re.search(r'"payload":\{"type":"(reasoning|ghost_snapshot)"', line)]
+        # every history item is in exactly one trace message; nothing is doubled from event_msg
+        assert len(trace["messages"]) == len(history)
+        assert sorted(n for group in meta["index_map"] for n in group if n in set(history)) == history
+    assert seen == expected
+    [cpolar] = converted["codex-cli/cpolar-connect/rollout-2025-09-16T14-12-31-613a9a68-8816-40b2-a2d4-041ade599da6.jsonl"]
+    assert cpolar["metadata"]["resumed"] is True and len(cpolar["metadata"]["sessions"]) == 2
+    assert cpolar["metadata"]["turns_aborted"] == 2
+
+
 # ------------------------------------------------------------------ inline tool calls
 
 

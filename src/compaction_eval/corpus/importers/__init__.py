@@ -22,6 +22,7 @@ from compaction_eval.corpus.importers import (
     aider_history,
     anthropic_messages,
     claude_code,
+    codex_cli,
     gemini_cli,
     inspect_log,
     mini_swe_agent,
@@ -63,7 +64,8 @@ FORMATS: dict[str, Importer] = {
 }
 ALIASES = {"mini-swe-agent-1": mini_swe_agent.NAME, "openai": openai_chat.NAME, "anthropic-messages": anthropic_messages.NAME,
            "claude": claude_code.NAME, "inspect": inspect_log.NAME, "inspect-ai": inspect_log.NAME,
-           "gemini": gemini_cli.NAME, "openhands": openhands_output.NAME, "aider": aider_history.NAME}
+           "gemini": gemini_cli.NAME, "openhands": openhands_output.NAME, "aider": aider_history.NAME,
+           "codex": codex_cli.NAME}
 # Formats that are not one JSON document: read from the file by their own importer.
 FILE_FORMATS: dict[str, tuple[Callable[[Path], list[dict[str, Any]]], str]] = {
     claude_code.NAME: (claude_code.convert_file, "Claude Code session transcript (~/.claude/projects/<project>/<session>.jsonl)"),
@@ -71,6 +73,7 @@ FILE_FORMATS: dict[str, tuple[Callable[[Path], list[dict[str, Any]]], str]] = {
     gemini_cli.NAME: (gemini_cli.convert_file, "Gemini CLI chat session (~/.gemini/tmp/<project>/chats/session-*.json)"),
     openhands_output.NAME: (openhands_output.convert_file, "OpenHands evaluation output.jsonl (event history); one trace per line"),
     aider_history.NAME: (aider_history.convert_file, "aider LLM log (.aider.llm.history); one conversation rebuilt from every call"),
+    codex_cli.NAME: (codex_cli.convert_file, "OpenAI Codex CLI rollout (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl)"),
 }
 ALL_FORMATS = (*FORMATS, *FILE_FORMATS)
 
@@ -103,7 +106,8 @@ def convert_all(path: Path | str, fmt: str | None = None) -> list[dict[str, Any]
     Args:
         path: the source file (`.json` or `.json.gz`).
         fmt: a name from ALL_FORMATS (or an alias); None detects it: `.jsonl` is an OpenHands
-            evaluation output when its first record has an event `history`, else a Claude Code
+            evaluation output when its first record has an event `history`, a Codex CLI rollout when
+            it is a `{type: session_meta|..., payload}` record, else a Claude Code
             transcript; `.eval` (or JSON with `eval` and `version`) an inspect log; a file
             starting with `TO LLM <time>` (or named `*.llm.history`) an aider log; a JSON
             object with `sessionId` and typed `messages` a Gemini CLI session; other JSON by
@@ -113,7 +117,10 @@ def convert_all(path: Path | str, fmt: str | None = None) -> list[dict[str, Any]
     name = ALIASES.get(fmt, fmt) if fmt else None
     if name is None:
         if path.suffix == ".jsonl":
-            name = openhands_output.NAME if openhands_output.sniff(path) else claude_code.NAME
+            if codex_cli.sniff(path):
+                name = codex_cli.NAME
+            else:
+                name = openhands_output.NAME if openhands_output.sniff(path) else claude_code.NAME
         elif path.suffix == ".eval":
             name = inspect_log.NAME
         elif not path.name.endswith((".json", ".json.gz")) and aider_history.looks_like_history(path):
