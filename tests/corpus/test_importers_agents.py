@@ -100,3 +100,96 @@ def test_codex_malformed_inputs_fail_on_one_located_line(tmp_path):
     one_line_error(role, "line 2: payload.role", "unknown message role 'tool'")
     empty = codex_lines(tmp_path / "rollout-empty.jsonl", [])
     one_line_error(empty, "", "no conversation")
+
+
+# ------------------------------------------------------------------ Crush
+
+CRUSH = SAMPLES / "crush" / "crush.db"
+
+
+def test_crush_store_read_with_its_wal_without_touching_it():
+    before = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in CRUSH.parent.iterdir())
+    main, child = convert_all(CRUSH)
+    assert sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in CRUSH.parent.iterdir()) == before  # no -shm, no change
+    assert validate_trace(main, "m") == [] and validate_trace(child, "c") == []
+    assert main["id"] == "5ee78d3f-abf5-487a-82f0-02cf36a0e8ee" and child["id"] == "toolu_vrtx_01LWrvAJeVgibzAgkSFVDkVe"
+    assert shapes(main)[:4] == [("user", "text"), ("assistant", ["text", "tool_use"]), ("user", ["tool_result"]),
+                                ("assistant", ["text", "tool_use"])]
+    assert len(main["messages"]) == 17 and main["messages"][0]["content"].startswith("Let's work on issue PROJQUAY-9272")
+    agent_call = main["messages"][1]["content"][1]
+    assert agent_call["name"] == "agent" and agent_call["input"]["prompt"].startswith("I need help with PROJQUAY-9272")
+    grep = main["messages"][4]["content"][0]
+    assert grep["content"].startswith("Found 45 matches") and grep["is_error"] is False
+    meta = main["metadata"]
+    assert meta["sub_agents"] == [{"session": child["id"], "tool_use_id": agent_call["id"], "index": 1}]
+    assert meta["user_prompts"] == 1 and meta["models"] == {"claude-sonnet-4@20250514": 8} and meta["wal"] == "crush.db-wal.gz"
+    assert meta["finish_reasons"]["permission_denied"] == 1
+    assert child["metadata"]["parent_session"] == main["id"] and child["metadata"]["sub_agent"] is True
+    assert len(child["messages"]) == 7 and child["messages"][0]["content"].startswith("I need help with PROJQUAY-9272")
+
+
+def test_crush_store_without_its_wal_is_the_last_checkpoint(tmp_path):
+    (tmp_path / "crush.db").write_bytes(CRUSH.read_bytes())
+    [main] = convert_all(tmp_path / "crush.db")  # the sub-agent's rows are in the WAL only
+    assert main["id"] == "5ee78d3f-abf5-487a-82f0-02cf36a0e8ee" and main["metadata"]["wal"].startswith("none")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["crush.db"]
+
+
+def crush_db(path: Path, rows: list[tuple[str, str, list]]) -> Path:
+    """A minimal store: one session, messages (role, parts) in order."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY, parent_session_id TEXT, title TEXT, message_count INTEGER, "
+                 "prompt_tokens INTEGER, completion_tokens INTEGER, cost REAL, updated_at INTEGER, created_at INTEGER, "
+                 "summary_message_id TEXT)")
+    conn.execute("CREATE TABLE messages (id TEXT PRIMARY KEY, session_id TEXT, role TEXT, parts TEXT, model TEXT, "
+                 "created_at INTEGER, updated_at INTEGER, finished_at INTEGER, provider TEXT)")
+    conn.execute("INSERT INTO sessions VALUES ('s1', NULL, 't', 0, 0, 0, 0.0, 1, 1, NULL)")
+    conn.executemany("INSERT INTO messages VALUES (?, 's1', ?, ?, 'm', 5, 5, NULL, 'p')",
+                     [(mid, role, parts if isinstance(parts, str) else json.dumps(parts)) for mid, role, parts in rows])
+    conn.commit()
+    conn.close()
+    return path
+
+
+def part(kind: str, **data) -> dict:
+    return {"type": kind, "data": data}
+
+
+def test_crush_parallel_results_split_rows_and_a_call_left_open(tmp_path):
+    path = crush_db(tmp_path / "crush.db", [
+        ("m1", "user", [part("text", text="look"), part("finish", reason="stop")]),
+        ("m2", "assistant", [part("reasoning", thinking="two reads"), part("tool_call", id="c1", name="view", input='{"file_path": "a"}'),
+                             part("tool_call", id="c2", name="view", input="{}")]),
+        ("m3", "tool", [part("tool_result", tool_call_id="c1", content="A", is_error=False)]),
+        ("m4", "tool", [part("tool_result", tool_call_id="c2", content="no such file", is_error=True)]),
+        ("m5", "assistant", [part("tool_call", id="c3", name="bash", input="ls"), part("finish", reason="canceled", message="Request cancelled")]),
+        ("m6", "user", [part("text", text="stop")]),
+    ])
+    [trace] = convert_all(path)
+    assert shapes(trace) == [("user", "text"), ("assistant", ["thinking", "tool_use", "tool_use"]),
+                             ("user", ["tool_result", "tool_result"]),  # two tool rows, one answer message
+                             ("assistant", ["tool_use"]), ("user", ["tool_result"]), ("user", "text")]
+    assert trace["messages"][2]["content"][1]["is_error"] is True and trace["messages"][3]["content"][0]["input"] == {"_raw": "ls"}
+    meta = trace["metadata"]
+    assert meta["unanswered_tool_calls"] == [{"index": 3, "tool_call_id": "c3"}] and meta["row_map"] == [["m1"], ["m2"], ["m3", "m4"], ["m5"], [], ["m6"]]
+    assert meta["finish_notes"] == [{"row": "m5", "reason": "canceled", "message": "Request cancelled", "details": None}]
+
+
+def test_crush_malformed_inputs_fail_on_one_located_line(tmp_path):
+    fake = tmp_path / "fake" / "crush.db"
+    fake.parent.mkdir()
+    fake.write_text("not a database\n")
+    one_line_error(fake, "byte 0", "not an SQLite database")
+    bad = crush_db(tmp_path / "crush.db", [("m1", "user", "[{\"type\": \"text\", \"data\": ")])
+    one_line_error(bad, "messages row m1: parts", "invalid JSON")
+    wal = tmp_path / "crush.db-wal.gz"
+    wal.write_bytes(b"")
+    one_line_error(wal, "", "a Crush WAL file: import the database beside it (crush.db)")
+    import sqlite3
+
+    empty = tmp_path / "other" / "crush.db"
+    empty.parent.mkdir()
+    sqlite3.connect(empty).execute("CREATE TABLE t (x)").connection.close()
+    one_line_error(empty, "", "not a readable Crush store: no such table: sessions")

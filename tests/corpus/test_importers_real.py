@@ -31,7 +31,7 @@ DATA = default_data()
 needs_data = pytest.mark.skipif(DATA is None or not DATA.is_dir(),
                                 reason="the shared data folder is absent (set COMPACTION_EVAL_DATA to run these)")
 # files of the data folder that are documentation, licenses or run summaries, not traces
-NOT_TRACES = re.compile(r"(README|SOURCE|LICENSE|ADP_README|DATASET_README)[^/]*$|results_summary\.json$")
+NOT_TRACES = re.compile(r"(README|SOURCE|LICENSE|ADP_README|DATASET_README)[^/]*$|results_summary\.json$|\.db-wal\.gz$")
 
 
 def data_files() -> list[Path]:
@@ -203,6 +203,30 @@ def test_codex_rollouts_one_message_per_history_item(converted):
     [cpolar] = converted["codex-cli/cpolar-connect/rollout-2025-09-16T14-12-31-613a9a68-8816-40b2-a2d4-041ade599da6.jsonl"]
     assert cpolar["metadata"]["resumed"] is True and len(cpolar["metadata"]["sessions"]) == 2
     assert cpolar["metadata"]["turns_aborted"] == 2
+
+
+# ------------------------------------------------------------------ Crush
+
+
+@needs_data
+def test_crush_stores_one_trace_per_session_with_sub_agents(converted):
+    # rows per session as counted in each folder's SOURCE.md (the WAL read where it is shipped)
+    sessions = {rel: [(t["id"], len(t["metadata"]["row_map"]), sum(len(r) for r in t["metadata"]["row_map"]))
+                      for t in traces] for rel, traces in converted.items() if rel.startswith("crush/")}
+    assert sessions == {
+        "crush/dbos-transact-golang/crush.db": [("a20c5ed5-41d4-45f7-88eb-7ba0645f1341", 78, 78),
+                                                ("f306c145-4c83-492c-b575-739c30bbced4", 4, 4)],
+        "crush/dbr/crush.db": [("9da7d0cd-971b-4040-bb2b-c9e19a088dfb", 280, 280), ("call_15c3877e300e486883f29b84", 6, 6)],
+        "crush/quay/crush.db": [("17c2d974-eab7-4a44-83d2-97c5186a5789", 13, 12),  # its last call never returned
+                                ("5ee78d3f-abf5-487a-82f0-02cf36a0e8ee", 17, 17),
+                                ("toolu_vrtx_01LWrvAJeVgibzAgkSFVDkVe", 24, 24)]}
+    main, sub = converted["crush/dbr/crush.db"]
+    assert main["metadata"]["wal"] == "crush.db-wal.gz" and main["metadata"]["user_prompts"] == 18
+    assert main["metadata"]["sub_agents"][0]["session"] == sub["id"] and sub["metadata"]["parent_session"] == main["id"]
+    assert tool_pairs(main) == (128, 128)
+    [init, *_] = converted["crush/quay/crush.db"]
+    assert init["metadata"]["unanswered_tool_calls"] == [{"index": 11, "tool_call_id": "toolu_vrtx_014q1yp4eJvJx17U1zxDStmn"}]
+    assert converted["crush/dbos-transact-golang/crush.db"][0]["metadata"]["wal"].startswith("none")
 
 
 # ------------------------------------------------------------------ inline tool calls

@@ -23,6 +23,7 @@ from compaction_eval.corpus.importers import (
     anthropic_messages,
     claude_code,
     codex_cli,
+    crush,
     gemini_cli,
     inspect_log,
     mini_swe_agent,
@@ -65,7 +66,7 @@ FORMATS: dict[str, Importer] = {
 ALIASES = {"mini-swe-agent-1": mini_swe_agent.NAME, "openai": openai_chat.NAME, "anthropic-messages": anthropic_messages.NAME,
            "claude": claude_code.NAME, "inspect": inspect_log.NAME, "inspect-ai": inspect_log.NAME,
            "gemini": gemini_cli.NAME, "openhands": openhands_output.NAME, "aider": aider_history.NAME,
-           "codex": codex_cli.NAME}
+           "codex": codex_cli.NAME, "crush.db": crush.NAME}
 # Formats that are not one JSON document: read from the file by their own importer.
 FILE_FORMATS: dict[str, tuple[Callable[[Path], list[dict[str, Any]]], str]] = {
     claude_code.NAME: (claude_code.convert_file, "Claude Code session transcript (~/.claude/projects/<project>/<session>.jsonl)"),
@@ -74,6 +75,7 @@ FILE_FORMATS: dict[str, tuple[Callable[[Path], list[dict[str, Any]]], str]] = {
     openhands_output.NAME: (openhands_output.convert_file, "OpenHands evaluation output.jsonl (event history); one trace per line"),
     aider_history.NAME: (aider_history.convert_file, "aider LLM log (.aider.llm.history); one conversation rebuilt from every call"),
     codex_cli.NAME: (codex_cli.convert_file, "OpenAI Codex CLI rollout (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl)"),
+    crush.NAME: (crush.convert_file, "Crush session store (.crush/crush.db, with crush.db-wal[.gz] beside it); one trace per session"),
 }
 ALL_FORMATS = (*FORMATS, *FILE_FORMATS)
 
@@ -108,7 +110,8 @@ def convert_all(path: Path | str, fmt: str | None = None) -> list[dict[str, Any]
         fmt: a name from ALL_FORMATS (or an alias); None detects it: `.jsonl` is an OpenHands
             evaluation output when its first record has an event `history`, a Codex CLI rollout when
             it is a `{type: session_meta|..., payload}` record, else a Claude Code
-            transcript; `.eval` (or JSON with `eval` and `version`) an inspect log; a file
+            transcript; `crush.db` (or any SQLite file) a Crush store, its `-wal(.gz)` an error
+            naming the store; `.eval` (or JSON with `eval` and `version`) an inspect log; a file
             starting with `TO LLM <time>` (or named `*.llm.history`) an aider log; a JSON
             object with `sessionId` and typed `messages` a Gemini CLI session; other JSON by
             its shape.
@@ -123,6 +126,8 @@ def convert_all(path: Path | str, fmt: str | None = None) -> list[dict[str, Any]
                 name = openhands_output.NAME if openhands_output.sniff(path) else claude_code.NAME
         elif path.suffix == ".eval":
             name = inspect_log.NAME
+        elif crush.is_wal(path) or crush.looks_like_store(path):
+            name = crush.NAME
         elif not path.name.endswith((".json", ".json.gz")) and aider_history.looks_like_history(path):
             name = aider_history.NAME
     if name in FILE_FORMATS:
