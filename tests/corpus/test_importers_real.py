@@ -30,7 +30,8 @@ REAL = ROOT / "fixtures" / "real"
 DATA = default_data()
 needs_data = pytest.mark.skipif(DATA is None or not DATA.is_dir(),
                                 reason="the shared data folder is absent (set COMPACTION_EVAL_DATA to run these)")
-# files of the data folder that are documentation, licenses or run summaries, not traces
+# files of the data folder that are documentation, licenses, run summaries or a Crush WAL (read
+# with the crush.db beside it), not traces
 NOT_TRACES = re.compile(r"(README|SOURCE|LICENSE|ADP_README|DATASET_README)[^/]*$|results_summary\.json$|\.db-wal\.gz$")
 
 
@@ -78,15 +79,17 @@ def test_every_real_file_imports_and_validates_or_fails_on_one_located_line(conv
             uses, results = tool_pairs(trace)
             assert uses == results
             traces += 1
-    assert traces == 72  # 30 mini-swe-agent, 11 Claude Code, 12 Gemini CLI, 13 OpenHands, 5 SWE-agent, 1 aider
+    # 30 mini-swe-agent, 11 Claude Code, 12 Gemini CLI, 13 OpenHands, 5 SWE-agent, 1 aider,
+    # 6 Codex CLI, 7 Crush sessions (3 stores), 8 SpecStory exports (6 Cursor, 1 Copilot, 1 Claude Code)
+    assert traces == 93
 
 
 @needs_data
 def test_formats_are_detected_without_from(converted):
     kinds = Counter(t["source"]["kind"] for traces in converted.values() for t in traces)
     assert kinds == {"mini-swe-agent": 30, "claude-code": 11, "gemini-cli": 12, "openai-chat": 15,
-                     "openhands-output": 3, "aider-llm-history": 1}
-    assert {"gemini-cli", "openhands-output", "aider-llm-history"} <= set(FILE_FORMATS)
+                     "openhands-output": 3, "aider-llm-history": 1, "codex-cli": 6, "crush": 7, "specstory": 8}
+    assert {"gemini-cli", "openhands-output", "aider-llm-history", "codex-cli", "crush", "specstory"} <= set(FILE_FORMATS)
 
 
 # ------------------------------------------------------------------ Gemini CLI
@@ -229,6 +232,51 @@ def test_crush_stores_one_trace_per_session_with_sub_agents(converted):
     assert converted["crush/dbos-transact-golang/crush.db"][0]["metadata"]["wal"].startswith("none")
 
 
+# ------------------------------------------------------------------ SpecStory
+
+
+@needs_data
+def test_specstory_exports_every_turn_and_tool_step(converted):
+    # user turns and tool steps per file; the user turns are those of each folder's SOURCE.md
+    expected = {"claude-code/munsellspace-specstory/2025-12-06_19-04-39Z-hello-claude-we-have.md": (11, 32),
+                "copilot/tree-sitter-languages-rs-specstory/2025-12-15_23-48Z-initialization-process-discussion.md": (4, 66),
+                "cursor/mcp-rag-server-specstory/2025-07-24_19-57Z-tworzenie-serwera-mcp-rag-z-qdrant.md": (13, 328),
+                "cursor/mcp-rag-server-specstory/2025-07-24_21-10Z-sprawdzenie-statusu-pamieci.md": (7, 142),
+                "cursor/mcp-rag-server-specstory/2025-07-25_08-17Z-commit-changes-and-switch-to-phase-4.md": (3, 81),
+                "cursor/mcp-rag-server-specstory/2025-07-25_08-37Z-przenies-zawartosc-pliku-do-dokumentacji.md": (10, 89),
+                "cursor/mcp-rag-server-specstory/2025-07-25_10-16Z-przejdz-do-nastepnego-zadania.md": (8, 265),
+                "cursor/mcp-rag-server-specstory/2025-07-25_14-01Z-sprawdzenie-dzialania-narzedzi-mcp-rag.md": (14, 178)}
+    got = {rel: (traces[0]["metadata"]["user_prompts"], sum(traces[0]["metadata"]["tool_calls"].values()))
+           for rel, traces in converted.items() if rel.endswith(".md")}
+    assert got == expected
+    for rel in expected:
+        [trace] = converted[rel]
+        lines = (DATA / rel).read_text(encoding="utf-8").splitlines()
+        headings = [n for n, line in enumerate(lines, 1) if re.match(r"^_\*\*(User|Assistant|Agent)\b", line)]
+        users = [n for n in headings if lines[n - 1].startswith("_**User")]
+        assert [trace["metadata"]["index_map"][i] for i, m in enumerate(trace["messages"])
+                if m["role"] == "user" and isinstance(m["content"], str)] == users  # every user turn, in order
+        if "tool-use" in "\n".join(lines[:200]):
+            assert sum(1 for line in lines if line.startswith("<tool-use")) == sum(trace["metadata"]["tool_calls"].values())
+    [copilot] = converted["copilot/tree-sitter-languages-rs-specstory/2025-12-15_23-48Z-initialization-process-discussion.md"]
+    assert copilot["metadata"]["models"] == {"copilot/gemini-3-pro-preview": 4}
+    [munsell] = converted["claude-code/munsellspace-specstory/2025-12-06_19-04-39Z-hello-claude-we-have.md"]
+    assert find_text(munsell, "Do not reinit task-master")
+
+
+@needs_data
+def test_specstory_cursor_google_key_is_caught_by_redaction(converted):
+    from compaction_eval.corpus.redact import redact_json
+
+    key = re.compile(r"AIza[0-9A-Za-z_\-]{35}")
+    for name in ("2025-07-24_19-57Z-tworzenie-serwera-mcp-rag-z-qdrant.md", "2025-07-24_21-10Z-sprawdzenie-statusu-pamieci.md"):
+        [trace] = converted[f"cursor/mcp-rag-server-specstory/{name}"]
+        raw = json.dumps(trace["messages"], ensure_ascii=False)
+        assert key.search(raw)  # the import itself keeps what the file says
+        counts: Counter = Counter()
+        assert not key.search(json.dumps(redact_json(trace["messages"], counts), ensure_ascii=False)) and counts["google_api_key"]
+
+
 # ------------------------------------------------------------------ inline tool calls
 
 
@@ -294,7 +342,7 @@ def broken_lines(path: Path) -> list[int]:
 def test_claude_code_broken_lines_skipped_reported_and_counted(converted, caplog):
     expected = {"21037e11": 28, "3af9b1a7": 35, "554b9fa6": 28, "c76e5be5": 1, "d8126fa6": 17}
     for rel, traces in converted.items():
-        if not rel.startswith("claude-code/"):
+        if not rel.startswith("claude-code/") or not rel.endswith(".jsonl"):  # not the SpecStory export
             continue
         [trace] = traces
         skipped = [s["line"] for s in trace["metadata"]["skipped_lines"]]
@@ -313,7 +361,7 @@ def test_claude_code_broken_lines_skipped_reported_and_counted(converted, caplog
 @needs_data
 def test_claude_code_real_sessions_keep_every_block(converted):
     for rel, traces in converted.items():
-        if not rel.startswith("claude-code/"):
+        if not rel.startswith("claude-code/") or not rel.endswith(".jsonl"):  # not the SpecStory export
             continue
         [trace] = traces
         lines = (DATA / rel).read_text(encoding="utf-8").splitlines()
