@@ -553,8 +553,9 @@ def real_traces() -> list[Path]:
 
 def test_fixtures_real_traces_are_valid_and_described():
     files = real_traces()
-    assert Counter(p.parent.name for p in files) == {"mini-swe-agent": 30, "claude-code": 11, "gemini-cli": 12,
-                                                     "openhands": 13, "swe-agent": 5, "aider": 1}
+    assert Counter(p.parent.name for p in files) == {"mini-swe-agent": 30, "claude-code": 12, "gemini-cli": 12,
+                                                     "openhands": 13, "swe-agent": 5, "aider": 1, "codex-cli": 6,
+                                                     "crush": 4, "cursor": 6, "copilot": 1}
     assert {p.parent.name for p in files} == set(SOURCES)
     for path in files:
         trace = load_trace(path)
@@ -636,4 +637,18 @@ def test_ship_without_data_fails_cleanly(tmp_path, capsys):
 
 
 def test_trace_files_of_fixtures_real_are_found_by_the_corpus_loader():
-    assert len(trace_files(REAL)) == 72
+    assert len(trace_files(REAL)) == 90
+
+
+def test_sessions_left_out_of_fixtures_real_are_named_with_a_reason():
+    skipped = {"f306c145-4c83-492c-b575-739c30bbced4": "SOURCE-dbos-transact-golang.md", "call_15c3877e300e486883f29b84": "SOURCE-dbr.md",
+               "17c2d974-eab7-4a44-83d2-97c5186a5789": "SOURCE-quay.md"}
+    for tid, source in skipped.items():
+        assert not (REAL / "crush" / f"{tid}.json.gz").exists()
+        text = (REAL / "crush" / source).read_text(encoding="utf-8")
+        section = text[text.index("## Not shipped in fixtures/real"):]
+        assert f"- `{tid}`: " in section
+    [sub] = [load_trace(p) for p in (REAL / "crush").glob("toolu_*.json.gz")]
+    assert sub.metadata["parent_session"] == "5ee78d3f-abf5-487a-82f0-02cf36a0e8ee"  # shipped with its parent
+    for path in (REAL / "cursor").glob("*.json.gz"):
+        assert any("files the agent read" in item for item in load_trace(path).metadata["left_out"])  # Cursor keeps no reads

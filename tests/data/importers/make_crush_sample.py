@@ -1,6 +1,7 @@
 """Regenerate crush/crush.db and crush/crush.db-wal.gz: a cut-down copy of a real Crush store.
 
-Source: the shared data folder's crush/quay (github.com/quay/quay `.crush/`, Apache-2.0, see
+Source: the shared data folder's crush/quay (github.com/jbpratt/quay, a fork of quay/quay, `.crush/` at
+3ac4428e78b4873aacc5ff0c4f094c4a56f54653, Apache-2.0, see
 LICENSE-quay). Kept: session 5ee78d3f (the PROJQUAY-9272 issue, all 17 rows) in the
 checkpointed database, and the first 7 rows of its sub-agent session toolu_vrtx_01LW... in the
 WAL, so a test can tell the two apart; tool results longer than 1,500 characters are cut there
