@@ -67,7 +67,7 @@ FORMATS: dict[str, Importer] = {
 ALIASES = {"mini-swe-agent-1": mini_swe_agent.NAME, "openai": openai_chat.NAME, "anthropic-messages": anthropic_messages.NAME,
            "claude": claude_code.NAME, "inspect": inspect_log.NAME, "inspect-ai": inspect_log.NAME,
            "gemini": gemini_cli.NAME, "openhands": openhands_output.NAME, "aider": aider_history.NAME,
-           "codex": codex_cli.NAME, "crush.db": crush.NAME, "cursor": specstory.NAME, "specstory-md": specstory.NAME}
+           "codex": codex_cli.NAME, "cursor": specstory.NAME}
 # Formats that are not one JSON document: read from the file by their own importer.
 FILE_FORMATS: dict[str, tuple[Callable[[Path], list[dict[str, Any]]], str]] = {
     claude_code.NAME: (claude_code.convert_file, "Claude Code session transcript (~/.claude/projects/<project>/<session>.jsonl)"),
