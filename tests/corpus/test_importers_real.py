@@ -30,8 +30,9 @@ REAL = ROOT / "fixtures" / "real"
 DATA = default_data()
 needs_data = pytest.mark.skipif(DATA is None or not DATA.is_dir(),
                                 reason="the shared data folder is absent (set COMPACTION_EVAL_DATA to run these)")
-# files of the data folder that are documentation, licenses or run summaries, not traces
-NOT_TRACES = re.compile(r"(README|SOURCE|LICENSE|ADP_README|DATASET_README)[^/]*$|results_summary\.json$")
+# files of the data folder that are documentation, licenses, run summaries or a Crush WAL (read
+# with the crush.db beside it), not traces
+NOT_TRACES = re.compile(r"(README|SOURCE|LICENSE|ADP_README|DATASET_README)[^/]*$|results_summary\.json$|\.db-wal\.gz$")
 
 
 def data_files() -> list[Path]:
@@ -78,15 +79,17 @@ def test_every_real_file_imports_and_validates_or_fails_on_one_located_line(conv
             uses, results = tool_pairs(trace)
             assert uses == results
             traces += 1
-    assert traces == 72  # 30 mini-swe-agent, 11 Claude Code, 12 Gemini CLI, 13 OpenHands, 5 SWE-agent, 1 aider
+    # 30 mini-swe-agent, 11 Claude Code, 12 Gemini CLI, 13 OpenHands, 5 SWE-agent, 1 aider,
+    # 6 Codex CLI, 7 Crush sessions (3 stores), 8 SpecStory exports (6 Cursor, 1 Copilot, 1 Claude Code)
+    assert traces == 93
 
 
 @needs_data
 def test_formats_are_detected_without_from(converted):
     kinds = Counter(t["source"]["kind"] for traces in converted.values() for t in traces)
     assert kinds == {"mini-swe-agent": 30, "claude-code": 11, "gemini-cli": 12, "openai-chat": 15,
-                     "openhands-output": 3, "aider-llm-history": 1}
-    assert {"gemini-cli", "openhands-output", "aider-llm-history"} <= set(FILE_FORMATS)
+                     "openhands-output": 3, "aider-llm-history": 1, "codex-cli": 6, "crush": 7, "specstory": 8}
+    assert {"gemini-cli", "openhands-output", "aider-llm-history", "codex-cli", "crush", "specstory"} <= set(FILE_FORMATS)
 
 
 # ------------------------------------------------------------------ Gemini CLI
@@ -172,6 +175,108 @@ def test_aider_log_rebuilds_one_conversation_not_33_copies(converted):
     assert trace["system"].startswith("Act as an expert code analyst.")
 
 
+# ------------------------------------------------------------------ Codex CLI
+
+
+@needs_data
+def test_codex_rollouts_one_message_per_history_item(converted):
+    # messages, typed prompts and tool calls per file, as counted in each folder's SOURCE.md
+    expected = {"cpolar-connect/rollout-2025-09-16T14-12-31": (150, 13, 58),
+                "moonmind/rollout-2025-11-12T17-48-11": (207, 6, 97),
+                "moonmind/rollout-2025-11-13T16-00-16": (162, 2, 78),
+                "moonmind/rollout-2025-11-13T18-21-11": (88, 1, 42),
+                "openprintkit/rollout-2025-10-31T19-02-58": (926, 63, 400),
+                "openprintkit/rollout-2025-11-01T11-34-37": (766, 52, 329)}
+    seen = {}
+    for rel, traces in converted.items():
+        if not rel.startswith("codex-cli/"):
+            continue
+        [trace] = traces
+        meta = trace["metadata"]
+        folder, name = rel.split("/")[1:]
+        seen[f"{folder}/{name[:len('rollout-2025-09-16T14-12-31')]}"] = (len(trace["messages"]), meta["user_prompts"], meta["tool_calls"])
+        assert "unanswered_tool_calls" not in meta and "orphan_tool_outputs" not in meta
+        lines = (DATA / rel).read_text(encoding="utf-8").splitlines()
+        history = [n for n, line in enumerate(lines, 1) if '"type":"response_item"' in line
+                   and not re.search(r'"payload":\{"type":"(reasoning|ghost_snapshot)"', line)]
+        # every history item is in exactly one trace message; nothing is doubled from event_msg
+        assert len(trace["messages"]) == len(history)
+        assert sorted(n for group in meta["index_map"] for n in group if n in set(history)) == history
+    assert seen == expected
+    [cpolar] = converted["codex-cli/cpolar-connect/rollout-2025-09-16T14-12-31-613a9a68-8816-40b2-a2d4-041ade599da6.jsonl"]
+    assert cpolar["metadata"]["resumed"] is True and len(cpolar["metadata"]["sessions"]) == 2
+    assert cpolar["metadata"]["turns_aborted"] == 2
+
+
+# ------------------------------------------------------------------ Crush
+
+
+@needs_data
+def test_crush_stores_one_trace_per_session_with_sub_agents(converted):
+    # rows per session as counted in each folder's SOURCE.md (the WAL read where it is shipped)
+    sessions = {rel: [(t["id"], len(t["metadata"]["row_map"]), sum(len(r) for r in t["metadata"]["row_map"]))
+                      for t in traces] for rel, traces in converted.items() if rel.startswith("crush/")}
+    assert sessions == {
+        "crush/dbos-transact-golang/crush.db": [("a20c5ed5-41d4-45f7-88eb-7ba0645f1341", 78, 78),
+                                                ("f306c145-4c83-492c-b575-739c30bbced4", 4, 4)],
+        "crush/dbr/crush.db": [("9da7d0cd-971b-4040-bb2b-c9e19a088dfb", 280, 280), ("call_15c3877e300e486883f29b84", 6, 6)],
+        "crush/quay/crush.db": [("17c2d974-eab7-4a44-83d2-97c5186a5789", 13, 12),  # its last call never returned
+                                ("5ee78d3f-abf5-487a-82f0-02cf36a0e8ee", 17, 17),
+                                ("toolu_vrtx_01LWrvAJeVgibzAgkSFVDkVe", 24, 24)]}
+    main, sub = converted["crush/dbr/crush.db"]
+    assert main["metadata"]["wal"] == "crush.db-wal.gz" and main["metadata"]["user_prompts"] == 18
+    assert main["metadata"]["sub_agents"][0]["session"] == sub["id"] and sub["metadata"]["parent_session"] == main["id"]
+    assert tool_pairs(main) == (128, 128)
+    [init, *_] = converted["crush/quay/crush.db"]
+    assert init["metadata"]["unanswered_tool_calls"] == [{"index": 11, "tool_call_id": "toolu_vrtx_014q1yp4eJvJx17U1zxDStmn"}]
+    assert converted["crush/dbos-transact-golang/crush.db"][0]["metadata"]["wal"].startswith("none")
+
+
+# ------------------------------------------------------------------ SpecStory
+
+
+@needs_data
+def test_specstory_exports_every_turn_and_tool_step(converted):
+    # user turns and tool steps per file; the user turns are those of each folder's SOURCE.md
+    expected = {"claude-code/munsellspace-specstory/2025-12-06_19-04-39Z-hello-claude-we-have.md": (11, 32),
+                "copilot/tree-sitter-languages-rs-specstory/2025-12-15_23-48Z-initialization-process-discussion.md": (4, 66),
+                "cursor/mcp-rag-server-specstory/2025-07-24_19-57Z-tworzenie-serwera-mcp-rag-z-qdrant.md": (13, 328),
+                "cursor/mcp-rag-server-specstory/2025-07-24_21-10Z-sprawdzenie-statusu-pamieci.md": (7, 142),
+                "cursor/mcp-rag-server-specstory/2025-07-25_08-17Z-commit-changes-and-switch-to-phase-4.md": (3, 81),
+                "cursor/mcp-rag-server-specstory/2025-07-25_08-37Z-przenies-zawartosc-pliku-do-dokumentacji.md": (10, 89),
+                "cursor/mcp-rag-server-specstory/2025-07-25_10-16Z-przejdz-do-nastepnego-zadania.md": (8, 265),
+                "cursor/mcp-rag-server-specstory/2025-07-25_14-01Z-sprawdzenie-dzialania-narzedzi-mcp-rag.md": (14, 178)}
+    got = {rel: (traces[0]["metadata"]["user_prompts"], sum(traces[0]["metadata"]["tool_calls"].values()))
+           for rel, traces in converted.items() if rel.endswith(".md")}
+    assert got == expected
+    for rel in expected:
+        [trace] = converted[rel]
+        lines = (DATA / rel).read_text(encoding="utf-8").splitlines()
+        headings = [n for n, line in enumerate(lines, 1) if re.match(r"^_\*\*(User|Assistant|Agent)\b", line)]
+        users = [n for n in headings if lines[n - 1].startswith("_**User")]
+        assert [trace["metadata"]["index_map"][i] for i, m in enumerate(trace["messages"])
+                if m["role"] == "user" and isinstance(m["content"], str)] == users  # every user turn, in order
+        if "tool-use" in "\n".join(lines[:200]):
+            assert sum(1 for line in lines if line.startswith("<tool-use")) == sum(trace["metadata"]["tool_calls"].values())
+    [copilot] = converted["copilot/tree-sitter-languages-rs-specstory/2025-12-15_23-48Z-initialization-process-discussion.md"]
+    assert copilot["metadata"]["models"] == {"copilot/gemini-3-pro-preview": 4}
+    [munsell] = converted["claude-code/munsellspace-specstory/2025-12-06_19-04-39Z-hello-claude-we-have.md"]
+    assert find_text(munsell, "Do not reinit task-master")
+
+
+@needs_data
+def test_specstory_cursor_google_key_is_caught_by_redaction(converted):
+    from compaction_eval.corpus.redact import redact_json
+
+    key = re.compile(r"AIza[0-9A-Za-z_\-]{35}")
+    for name in ("2025-07-24_19-57Z-tworzenie-serwera-mcp-rag-z-qdrant.md", "2025-07-24_21-10Z-sprawdzenie-statusu-pamieci.md"):
+        [trace] = converted[f"cursor/mcp-rag-server-specstory/{name}"]
+        raw = json.dumps(trace["messages"], ensure_ascii=False)
+        assert key.search(raw)  # the import itself keeps what the file says
+        counts: Counter = Counter()
+        assert not key.search(json.dumps(redact_json(trace["messages"], counts), ensure_ascii=False)) and counts["google_api_key"]
+
+
 # ------------------------------------------------------------------ inline tool calls
 
 
@@ -237,7 +342,7 @@ def broken_lines(path: Path) -> list[int]:
 def test_claude_code_broken_lines_skipped_reported_and_counted(converted, caplog):
     expected = {"21037e11": 28, "3af9b1a7": 35, "554b9fa6": 28, "c76e5be5": 1, "d8126fa6": 17}
     for rel, traces in converted.items():
-        if not rel.startswith("claude-code/"):
+        if not rel.startswith("claude-code/") or not rel.endswith(".jsonl"):  # not the SpecStory export
             continue
         [trace] = traces
         skipped = [s["line"] for s in trace["metadata"]["skipped_lines"]]
@@ -256,7 +361,7 @@ def test_claude_code_broken_lines_skipped_reported_and_counted(converted, caplog
 @needs_data
 def test_claude_code_real_sessions_keep_every_block(converted):
     for rel, traces in converted.items():
-        if not rel.startswith("claude-code/"):
+        if not rel.startswith("claude-code/") or not rel.endswith(".jsonl"):  # not the SpecStory export
             continue
         [trace] = traces
         lines = (DATA / rel).read_text(encoding="utf-8").splitlines()
@@ -448,8 +553,9 @@ def real_traces() -> list[Path]:
 
 def test_fixtures_real_traces_are_valid_and_described():
     files = real_traces()
-    assert Counter(p.parent.name for p in files) == {"mini-swe-agent": 30, "claude-code": 11, "gemini-cli": 12,
-                                                     "openhands": 13, "swe-agent": 5, "aider": 1}
+    assert Counter(p.parent.name for p in files) == {"mini-swe-agent": 30, "claude-code": 12, "gemini-cli": 12,
+                                                     "openhands": 13, "swe-agent": 5, "aider": 1, "codex-cli": 6,
+                                                     "crush": 4, "cursor": 6, "copilot": 1}
     assert {p.parent.name for p in files} == set(SOURCES)
     for path in files:
         trace = load_trace(path)
@@ -531,4 +637,18 @@ def test_ship_without_data_fails_cleanly(tmp_path, capsys):
 
 
 def test_trace_files_of_fixtures_real_are_found_by_the_corpus_loader():
-    assert len(trace_files(REAL)) == 72
+    assert len(trace_files(REAL)) == 90
+
+
+def test_sessions_left_out_of_fixtures_real_are_named_with_a_reason():
+    skipped = {"f306c145-4c83-492c-b575-739c30bbced4": "SOURCE-dbos-transact-golang.md", "call_15c3877e300e486883f29b84": "SOURCE-dbr.md",
+               "17c2d974-eab7-4a44-83d2-97c5186a5789": "SOURCE-quay.md"}
+    for tid, source in skipped.items():
+        assert not (REAL / "crush" / f"{tid}.json.gz").exists()
+        text = (REAL / "crush" / source).read_text(encoding="utf-8")
+        section = text[text.index("## Not shipped in fixtures/real"):]
+        assert f"- `{tid}`: " in section
+    [sub] = [load_trace(p) for p in (REAL / "crush").glob("toolu_*.json.gz")]
+    assert sub.metadata["parent_session"] == "5ee78d3f-abf5-487a-82f0-02cf36a0e8ee"  # shipped with its parent
+    for path in (REAL / "cursor").glob("*.json.gz"):
+        assert any("files the agent read" in item for item in load_trace(path).metadata["left_out"])  # Cursor keeps no reads

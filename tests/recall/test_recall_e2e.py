@@ -183,7 +183,7 @@ def test_real_traces_are_read_in_place(tmp_path):
     proc = cli("recall", "--traces", str(REAL), "--labels", str(label), "--prompts", str(ROOT / "prompts" / "handoff.j2"),
                "--display", "none", "--out", str(tmp_path / "results"), "--run", "real", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "71 trace(s) have no labels and were not evaluated" in proc.stderr  # said, not silent
+    assert "89 trace(s) have no labels and were not evaluated" in proc.stderr  # said, not silent
     results = json.loads((tmp_path / "results" / "real" / "results.json").read_text())
     assert results["corpus"]["real_traces"] == 1 and results["corpus"]["synthetic_traces"] == 0
     assert {s["trace"] for s in results["samples"]} == {"django__django-11087"}

@@ -1,5 +1,9 @@
 """`compaction-eval import`: convert source files and write one trace file per trace.
 
+Traces are redacted by default (`corpus.redact.redact_trace`: secret-looking strings replaced,
+counted in `metadata.redactions`): public sessions carry keys their authors missed, such as
+the Gemini API key in two Cursor exports of the real data.
+
 All sources are converted before anything is written, so one bad source leaves the output
 directory as it was. Each file is written to a temporary file in the output directory and
 moved into place with os.replace, so a reader never sees half a trace.
@@ -15,15 +19,17 @@ from typing import Any
 
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.corpus.importers import convert_all
+from compaction_eval.corpus.redact import redact_trace
 
 
-def import_files(srcs: list[Path], fmt: str | None, out_dir: Path) -> list[Path]:
+def import_files(srcs: list[Path], fmt: str | None, out_dir: Path, *, redact: bool = True) -> list[Path]:
     """Convert `srcs` and write `<out_dir>/<trace id>.json` for every trace they hold.
 
     Args:
         srcs: source files (one may hold several traces, e.g. an OpenAI-chat sample list).
         fmt: the source format name (see importers.FORMATS); None detects each file's.
         out_dir: created if missing; existing files of the same trace id are replaced.
+        redact: replace secret-looking strings (False: write what the source holds).
 
     Returns:
         The written paths, in source order.
@@ -43,7 +49,7 @@ def import_files(srcs: list[Path], fmt: str | None, out_dir: Path) -> list[Path]
                     [Problem(str(src), "id", f"trace id {tid!r} is also produced by {owner[tid]}; ids must be unique")]
                 )
             owner[tid] = src
-            converted.append((src, trace))
+            converted.append((src, redact_trace(trace) if redact else trace))
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

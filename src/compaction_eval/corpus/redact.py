@@ -85,6 +85,18 @@ def redact_json(data: Any, counts: Counter | None = None) -> Any:
     return data
 
 
+def redact_trace(trace: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a trace@1 dict with its system prompt and messages redacted and, when anything
+    was replaced, the count per kind in `metadata.redactions`. Public sessions still carry
+    secrets their authors missed (API keys in `.env` dumps, a PGP private key): what is
+    imported or shipped is redacted, and says how much."""
+    counts: Counter = Counter()
+    out = {**trace, "system": redact_text(trace.get("system", ""), counts), "messages": redact_json(trace["messages"], counts)}
+    if counts:
+        out["metadata"] = {**trace.get("metadata", {}), "redactions": dict(sorted(counts.items()))}
+    return out
+
+
 def redact_file(src: Path, dst: Path, counts: Counter | None = None) -> Path:
     """Write a redacted copy of a JSON trace file (any format; `.gz` kept as gzip)."""
     raw = read_trace_bytes(src)

@@ -22,11 +22,14 @@ from compaction_eval.corpus.importers import (
     aider_history,
     anthropic_messages,
     claude_code,
+    codex_cli,
+    crush,
     gemini_cli,
     inspect_log,
     mini_swe_agent,
     openai_chat,
     openhands_output,
+    specstory,
 )
 from compaction_eval.corpus.importers.common import fail
 
@@ -63,7 +66,8 @@ FORMATS: dict[str, Importer] = {
 }
 ALIASES = {"mini-swe-agent-1": mini_swe_agent.NAME, "openai": openai_chat.NAME, "anthropic-messages": anthropic_messages.NAME,
            "claude": claude_code.NAME, "inspect": inspect_log.NAME, "inspect-ai": inspect_log.NAME,
-           "gemini": gemini_cli.NAME, "openhands": openhands_output.NAME, "aider": aider_history.NAME}
+           "gemini": gemini_cli.NAME, "openhands": openhands_output.NAME, "aider": aider_history.NAME,
+           "codex": codex_cli.NAME, "cursor": specstory.NAME}
 # Formats that are not one JSON document: read from the file by their own importer.
 FILE_FORMATS: dict[str, tuple[Callable[[Path], list[dict[str, Any]]], str]] = {
     claude_code.NAME: (claude_code.convert_file, "Claude Code session transcript (~/.claude/projects/<project>/<session>.jsonl)"),
@@ -71,6 +75,9 @@ FILE_FORMATS: dict[str, tuple[Callable[[Path], list[dict[str, Any]]], str]] = {
     gemini_cli.NAME: (gemini_cli.convert_file, "Gemini CLI chat session (~/.gemini/tmp/<project>/chats/session-*.json)"),
     openhands_output.NAME: (openhands_output.convert_file, "OpenHands evaluation output.jsonl (event history); one trace per line"),
     aider_history.NAME: (aider_history.convert_file, "aider LLM log (.aider.llm.history); one conversation rebuilt from every call"),
+    codex_cli.NAME: (codex_cli.convert_file, "OpenAI Codex CLI rollout (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl)"),
+    crush.NAME: (crush.convert_file, "Crush session store (.crush/crush.db, with crush.db-wal[.gz] beside it); one trace per session"),
+    specstory.NAME: (specstory.convert_file, "SpecStory markdown export (.specstory/history/*.md: Cursor, Copilot, Claude Code chats)"),
 }
 ALL_FORMATS = (*FORMATS, *FILE_FORMATS)
 
@@ -103,8 +110,10 @@ def convert_all(path: Path | str, fmt: str | None = None) -> list[dict[str, Any]
     Args:
         path: the source file (`.json` or `.json.gz`).
         fmt: a name from ALL_FORMATS (or an alias); None detects it: `.jsonl` is an OpenHands
-            evaluation output when its first record has an event `history`, else a Claude Code
-            transcript; `.eval` (or JSON with `eval` and `version`) an inspect log; a file
+            evaluation output when its first record has an event `history`, a Codex CLI rollout when
+            it is a `{type: session_meta|..., payload}` record, else a Claude Code
+            transcript; `crush.db` (or any SQLite file) a Crush store, its `-wal(.gz)` an error
+            naming the store; a `.md` with SpecStory's header a SpecStory export; `.eval` (or JSON with `eval` and `version`) an inspect log; a file
             starting with `TO LLM <time>` (or named `*.llm.history`) an aider log; a JSON
             object with `sessionId` and typed `messages` a Gemini CLI session; other JSON by
             its shape.
@@ -113,9 +122,16 @@ def convert_all(path: Path | str, fmt: str | None = None) -> list[dict[str, Any]
     name = ALIASES.get(fmt, fmt) if fmt else None
     if name is None:
         if path.suffix == ".jsonl":
-            name = openhands_output.NAME if openhands_output.sniff(path) else claude_code.NAME
+            if codex_cli.sniff(path):
+                name = codex_cli.NAME
+            else:
+                name = openhands_output.NAME if openhands_output.sniff(path) else claude_code.NAME
         elif path.suffix == ".eval":
             name = inspect_log.NAME
+        elif crush.is_wal(path) or crush.looks_like_store(path):
+            name = crush.NAME
+        elif path.suffix == ".md" and specstory.looks_like_export(path):
+            name = specstory.NAME
         elif not path.name.endswith((".json", ".json.gz")) and aider_history.looks_like_history(path):
             name = aider_history.NAME
     if name in FILE_FORMATS:
@@ -125,7 +141,8 @@ def convert_all(path: Path | str, fmt: str | None = None) -> list[dict[str, Any]
     except ContractError:
         if name is None and not path.name.endswith((".json", ".json.gz")):
             fail(str(path), "", "not a trace file this tool reads: expected JSON (.json, .json.gz), JSONL (.jsonl), "
-                                "an inspect log (.eval) or an aider LLM log (TO LLM ...)")
+                                "an inspect log (.eval), an aider LLM log (TO LLM ...), a Crush store (crush.db) "
+                                "or a SpecStory export (.md)")
         raise
 
     if name is None and inspect_log.is_log_json(data):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -28,6 +30,25 @@ def read_text(path: Path) -> str:
         fail(str(path), "", f"cannot read: {exc.strerror or exc}")
     except UnicodeDecodeError as exc:
         fail(str(path), f"byte {exc.start}", "not UTF-8 text")
+
+
+def sniff_jsonl(path: Path, test: Callable[[Any], bool]) -> bool:
+    """`test` of the first JSON line among the first 20 (blank, `//` and broken lines skipped);
+    False when there is none or the file is not UTF-8 text. Tells JSONL formats apart cheaply."""
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for n, line in enumerate(fh):
+                if n > 20:
+                    return False
+                if not line.strip() or line.lstrip().startswith("//"):
+                    continue
+                try:
+                    return test(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+    except (OSError, UnicodeDecodeError):
+        return False
+    return False
 
 
 def warn(where: str, place: str, message: str) -> None:

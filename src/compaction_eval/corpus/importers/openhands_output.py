@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from compaction_eval.contracts.traces import block_text
-from compaction_eval.corpus.importers.common import as_dict, fail, file_stem, finish, read_text, safe_id, unique_id
+from compaction_eval.corpus.importers.common import as_dict, fail, file_stem, finish, read_text, safe_id, sniff_jsonl, unique_id
 from compaction_eval.corpus.importers.openai_chat import _arguments, _tools
 
 NAME = "openhands-output"
@@ -209,20 +209,7 @@ def convert_record(record: dict[str, Any], path: Path, line: int, k: int) -> dic
 
 def sniff(path: Path) -> bool:
     """True when the first JSON line of `path` is an evaluation record."""
-    try:
-        with path.open(encoding="utf-8") as fh:
-            for n, line in enumerate(fh):
-                if n > 20:
-                    return False
-                if not line.strip() or line.lstrip().startswith("//"):
-                    continue
-                try:
-                    return is_record(json.loads(line))
-                except json.JSONDecodeError:
-                    continue
-    except (OSError, UnicodeDecodeError):
-        return False
-    return False
+    return sniff_jsonl(path, is_record)
 
 
 def convert_file(path: Path) -> list[dict[str, Any]]:

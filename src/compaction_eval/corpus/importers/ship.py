@@ -4,12 +4,15 @@
 
 Every real trace file of the data folder (see its README.md) is converted with the importers
 and written as `<out>/<source>/<trace id>.json.gz`; `<source>` is one of mini-swe-agent,
-claude-code, gemini-cli, openhands, swe-agent, aider. Each trace gets the facts a user of the
+claude-code, gemini-cli, openhands, swe-agent, aider, codex-cli, crush, cursor, copilot (a Claude
+Code session exported by SpecStory goes to claude-code). Each trace gets the facts a user of the
 corpus needs: `source` {kind (the importer), corpus (data folder), repository, commit, path
 (the file's path in that repository), license}, `metadata` {agent, model, task_kind,
 user_prompts}. Beside the traces go each upstream folder's SOURCE.md and license file
 (named `SOURCE-<folder>.md` etc. where a source has several upstream folders) and a README.md
-table. Files that are not traces (results_summary.json, the READMEs) are not converted.
+table. Files that are not traces (results_summary.json, the READMEs) are not converted. Sessions
+too small to label (an `/init` session, a 4-message session) are left out by id
+(`Upstream.skip`); the shipped SOURCE file says which and why in a section added at its end.
 
 The output is deterministic: JSON with sorted keys, gzip with mtime 0 and no file name, files
 in sorted order; files of an earlier run that this one does not write are removed. Defaults: --data from $COMPACTION_EVAL_DATA, else the first `shared/data`
@@ -23,7 +26,6 @@ import gzip
 import json
 import os
 import sys
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,9 +34,10 @@ from typing import Any
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.traces import validate_trace
 from compaction_eval.corpus.importers import convert_all
-from compaction_eval.corpus.redact import redact_json, redact_text
+from compaction_eval.corpus.redact import redact_trace
 
-SOURCES = ("mini-swe-agent", "claude-code", "gemini-cli", "openhands", "swe-agent", "aider")
+SOURCES = ("mini-swe-agent", "claude-code", "gemini-cli", "openhands", "swe-agent", "aider", "codex-cli", "crush", "cursor",
+           "copilot")
 
 # Task kinds of the interactive sessions, by file (from their user prompts).
 CLAUDE_TASKS = {
@@ -72,6 +75,21 @@ def _models(trace: dict[str, Any]) -> str:
     return " / ".join(names) or UNKNOWN
 
 
+def _codex_path(name: str) -> str:
+    """`rollout-2025-10-31T19-02-58-<uuid>.jsonl` lives in `.codex/sessions/2025/10/31/`."""
+    year, month, day = name.removeprefix("rollout-")[:10].split("-")
+    return f".codex/sessions/{year}/{month}/{day}/{name}"
+
+
+# The Cursor export names with Polish letters were transliterated in the data folder.
+CURSOR_NAMES = {
+    "2025-07-24_21-10Z-sprawdzenie-statusu-pamieci.md": "2025-07-24_21-10Z-sprawdzenie-statusu-pamięci.md",
+    "2025-07-25_08-37Z-przenies-zawartosc-pliku-do-dokumentacji.md": "2025-07-25_08-37Z-przenieś-zawartość-pliku-do-dokumentacji.md",
+    "2025-07-25_10-16Z-przejdz-do-nastepnego-zadania.md": "2025-07-25_10-16Z-przejdź-do-następnego-zadania.md",
+    "2025-07-25_14-01Z-sprawdzenie-dzialania-narzedzi-mcp-rag.md": "2025-07-25_14-01Z-sprawdzenie-działania-narzędzi-mcp-rag.md",
+}
+
+
 @dataclass(frozen=True)
 class Upstream:
     """One upstream folder of the data folder and what every trace of it shares.
@@ -88,6 +106,7 @@ class Upstream:
         user_prompts: used when the importer does not count them.
         readme_section: where the folder has no SOURCE.md: the heading of its section in the
             data folder's README.md, written out as its SOURCE file.
+        skip: trace id -> why it is not shipped (a session too small to label).
     """
 
     folder: str
@@ -105,6 +124,7 @@ class Upstream:
     license_note: str | None = None
     readme_section: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    skip: dict[str, str] = field(default_factory=dict)
 
 
 def _value(spec: str | Callable[[dict[str, Any]], str], trace: dict[str, Any]) -> str:
@@ -158,13 +178,49 @@ UPSTREAMS = (
     Upstream("aider/friendly-names", "aider", ".aider.llm.history", "https://github.com/jkassemi/friendly_names",
              "33ef87a9021de5c22b97abc6f7346ac4da45b3a9", lambda name: name, "MIT", ("SOURCE.md", "LICENSE.upstream"),
              agent="aider (architect/editor)", model=UNKNOWN, task_kind="package-dev"),
+    Upstream("claude-code/munsellspace-specstory", "claude-code", "*.md", "https://github.com/ChrisGVE/MunsellSpace",
+             "3e2479bec91a4b7e4d9b988275118e6ede268492", lambda name: f".specstory/history/{name}", "MIT",
+             ("SOURCE.md", "LICENSE.upstream"), agent="Claude Code (SpecStory markdown export)", model=_models,
+             task_kind="planning-docs", license_note="MIT at the commit used; the repository is Apache-2.0 at HEAD"),
+    Upstream("codex-cli/cpolar-connect", "codex-cli", "*.jsonl", "https://github.com/Hoper-J/cpolar-connect",
+             "70b17db1db0ced357f7e0c50bf24bb786147b8e2", _codex_path, "MIT", ("SOURCE.md", "LICENSE.upstream"),
+             agent=lambda t: f"Codex CLI {t['metadata'].get('cli_version', '')}".strip(), model=_models, task_kind="package-dev"),
+    Upstream("codex-cli/moonmind", "codex-cli", "*.jsonl", "https://github.com/MoonLadderStudios/MoonMind",
+             "786ef1a51cec0d27635ee1d3e8b7114da78ed4da", _codex_path, "MIT", ("SOURCE.md", "LICENSE.upstream"),
+             agent=lambda t: f"Codex CLI {t['metadata'].get('cli_version', '')}".strip(), model=_models, task_kind="spec-design",
+             license_note="MIT at the commit used; the repository is Apache-2.0 at HEAD"),
+    Upstream("codex-cli/openprintkit", "codex-cli", "*.jsonl", "https://github.com/Monotoba/OpenPrintKit",
+             "d4cae3f4f7de0bbbf14a6d8e88546163be18789d", _codex_path, "MIT", ("SOURCE.md", "LICENSE.upstream"),
+             agent=lambda t: f"Codex CLI {t['metadata'].get('cli_version', '')}".strip(), model=_models, task_kind="package-dev"),
+    Upstream("crush/dbos-transact-golang", "crush", "crush.db", "https://github.com/dbos-inc/dbos-transact-golang",
+             "38c4ff7fda4c4ad43de12681238753bb69a6bd90", lambda name: f".crush/{name}", "MIT", ("SOURCE.md", "LICENSE.upstream"),
+             agent="Crush", model=_models, task_kind="library-dev",
+             skip={"f306c145-4c83-492c-b575-739c30bbced4": "4 messages (one prompt, one file read, one answer): nothing to compact"}),
+    Upstream("crush/dbr", "crush", "crush.db", "https://github.com/rnwolf/dbr", "37e2b3485d2e853a8363a9bb11372b1eda79a129",
+             lambda name: f".crush/{name}", "MIT", ("SOURCE.md", "LICENSE.upstream"), agent="Crush", model=_models,
+             task_kind="backend-dev",
+             skip={"call_15c3877e300e486883f29b84": "a sub-agent run of 6 messages (~1k tokens, one lookup): nothing to compact; "
+                                                    "its answer is in the parent session's tool result"}),
+    Upstream("crush/quay", "crush", "crush.db", "https://github.com/jbpratt/quay", "3ac4428e78b4873aacc5ff0c4f094c4a56f54653",
+             lambda name: f".crush/{name}", "Apache-2.0", ("SOURCE.md", "LICENSE.upstream"), agent="Crush", model=_models,
+             task_kind="bug-fix",
+             skip={"17c2d974-eab7-4a44-83d2-97c5186a5789": "Crush's built-in /init prompt only (13 messages, ~4k tokens), "
+                                                           "stopped before its last call returned: no user intent to keep"}),
+    Upstream("cursor/mcp-rag-server-specstory", "cursor", "*.md", "https://github.com/design4pro/mcp-rag-server",
+             "7798379c2c452452e2b173cc8b0e55c83e39c287", lambda name: f".specstory/history/{CURSOR_NAMES.get(name, name)}",
+             "MIT", ("SOURCE.md", "LICENSE.upstream"), agent="Cursor agent (SpecStory markdown export)", model=UNKNOWN,
+             task_kind="greenfield-project"),
+    Upstream("copilot/tree-sitter-languages-rs-specstory", "copilot", "*.md", "https://github.com/DakineMI/tree-sitter-languages-rs",
+             "8e6f3dd86cb33e5a0019d17179745730d3886dd7", lambda name: f".specstory/history/{name}", "MIT",
+             ("SOURCE.md", "LICENSE.upstream"), agent="GitHub Copilot agent mode, VS Code (SpecStory markdown export)",
+             model=_models, task_kind="build-packaging"),
 )
 # Files at a source's top level in the data folder, shipped as they are.
 TOP_LEVEL_COPIES = {"openhands": ("ADP_README.md",)}
 
 
 def trace_files(data: Path, up: Upstream) -> list[Path]:
-    return sorted(p for p in (data / up.folder).glob(up.pattern) if p.is_file())
+    return sorted(p for p in (data / up.folder).glob(up.pattern) if p.is_file() and not p.name.startswith(("SOURCE", "README")))
 
 
 def _resolved(data: Path) -> dict[str, bool]:
@@ -199,21 +255,22 @@ def ship_trace(trace: dict[str, Any], up: Upstream, path: Path, resolved: dict[s
         meta["user_prompts"] = up.user_prompts
     if up.source == "mini-swe-agent" and trace["id"] in resolved:
         meta["resolved"] = resolved[trace["id"]]
-    # Public sessions still carry secrets their authors missed (API keys, a PGP private key):
-    # the shipped copy is redacted like a `--redact` run, and says how much.
-    counts: Counter = Counter()
-    trace["system"] = redact_text(trace.get("system", ""), counts)
-    trace["messages"] = redact_json(trace["messages"], counts)
-    if counts:
-        meta["redactions"] = dict(sorted(counts.items()))
     trace["metadata"] = meta
-    return trace
+    return redact_trace(trace)
 
 
 def encode(trace: dict[str, Any]) -> bytes:
     """Deterministic bytes of one trace file: sorted-key JSON, gzip without time or name."""
     text = json.dumps(trace, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
     return gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)
+
+
+def _skipped_section(up: Upstream) -> str:
+    lines = ["", "## Not shipped in fixtures/real (added by the ship script)", "",
+             "Every session of the store is imported by `compaction-eval import`; these are not shipped, being too "
+             "small to label:", ""]
+    lines += [f"- `{tid}`: {why}" for tid, why in sorted(up.skip.items())]
+    return "\n".join(lines) + "\n"
 
 
 def _readme_section(data: Path, heading: str) -> str:
@@ -245,6 +302,8 @@ def build(data: Path, out: Path) -> dict[str, Any]:
         traces = []
         for path in trace_files(data, up):
             for trace in convert_all(path):
+                if trace["id"] in up.skip:
+                    continue
                 shipped = ship_trace(trace, up, path, resolved)
                 problems = validate_trace(shipped, str(path))
                 if problems:
@@ -257,6 +316,8 @@ def build(data: Path, out: Path) -> dict[str, Any]:
                 traces.append(shipped)
         for name in up.copies:
             files[out / up.source / named(name)] = (data / up.folder / name).read_bytes()
+            if name == "SOURCE.md" and up.skip:
+                files[out / up.source / named(name)] += _skipped_section(up).encode("utf-8")
         if up.readme_section:
             files[out / up.source / named("SOURCE.md")] = _readme_section(data, up.readme_section).encode("utf-8")
         rows.append({
@@ -323,7 +384,10 @@ def _readme(rows: list[dict[str, Any]]) -> str:
               "swe-agent/swesmith-claude) are MIT per the Agent Data Protocol README, which adds that",
               "individual datasets may have their own licenses; those were not verified (see each",
               "trace's `source.license_note` and the SOURCE files). mini-swe-agent: the repository's MIT",
-              "license; no separate license is stated for the trajectories.", ""]
+              "license; no separate license is stated for the trajectories. crush/quay is Apache-2.0; codex-cli/moonmind",
+              "and claude-code/munsellspace-specstory were MIT at the commit used and are Apache-2.0 at HEAD.",
+              "The SpecStory sources (cursor, copilot, claude-code/munsellspace-specstory) are markdown exports, not the",
+              "agents' own logs: each trace's `metadata.left_out` says what the export does not keep.", ""]
     return "\n".join(lines)
 
 
