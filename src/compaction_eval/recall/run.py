@@ -400,6 +400,9 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
             "git_commit": git_commit(),
             "model": config.model,
             "offline_stand_in": config.offline_stand_in,
+            # who produced the verdicts (every figure below): the offline matcher or the judge
+            "tier": "judge" if config.judge_model else "matcher",
+            "judge_model": config.judge_model,
             "stand_in_note": (
                 "extractive summariser: a deterministic sentence-selection baseline, not an LLM"
                 if config.offline_stand_in
