@@ -12,9 +12,9 @@ from compaction_eval.compaction.cache import off_the_loop
 from compaction_eval.contracts.labels import Labels
 from compaction_eval.contracts.settings import is_stand_in
 from compaction_eval.contracts.traces import Trace
+from compaction_eval.recall.aggregate import tier_fields
 from compaction_eval.recall.loading import labels_at, trace_at
 from compaction_eval.recall.matching.judge import JudgeOutputError, judge_facts, unreadable
-from compaction_eval.recall.aggregate import tier_fields
 from compaction_eval.recall.scoring import FactScore, SummaryScore, score_facts, score_summary
 from compaction_eval.recall.solver import STORE_KEY
 
