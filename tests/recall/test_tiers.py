@@ -94,8 +94,11 @@ def test_the_judges_verdict_stands_its_checks_are_flags_and_disagreements_are_co
         assert s["matcher_disagreements"] == sum(1 for f in s["facts"] if not f["matcher_kept"])
     assert sum(s["matcher_disagreements"] for s in answered) > 0  # the extractive summaries lose facts the matcher sees
     assert results["tier"] == "judge" and results["judge_model"] == "anthropic/claude-test"
+    # which tier produced each figure: the summary's fact verdicts are the judge's, the rest the matcher's
+    assert results["figure_tiers"]["recall"] == "judge" and results["figure_tiers"]["context_recall"] == "matcher"
+    assert all(s["context"]["tier"] == "matcher" for s in results["samples"])
     for p in results["prompts"]:
-        assert p["tier"] == "judge"
+        assert p["tier"] == "judge" and p["figure_tiers"] == results["figure_tiers"]
         assert p["matcher_disagreements"] == sum(s["matcher_disagreements"] for s in results["samples"] if s["prompt"] == p["prompt"])
 
 

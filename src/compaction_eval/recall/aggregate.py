@@ -26,6 +26,19 @@ TIERS = ("matcher", "judge")
 """Who produced a figure: the offline matcher (fast, free) or an LLM judge (`--judge-model`)."""
 
 
+JUDGED_FIGURES = ("recall", "recall_by_category", "recall_by_origin", "critical_lost")
+"""The figures made of the summary's fact verdicts: the judge's in the judge tier. The others
+(context recall over the whole compacted context, precision, distortions, avoid items, the
+calibrated `uncertain` count) are always the offline matcher's: the judge reads the summary's
+facts only."""
+MATCHER_FIGURES = ("context_recall", "precision", "distortions", "avoid_present", "uncertain")
+
+
+def figure_tiers(tier: str) -> dict[str, str]:
+    """Which tier produced each figure of a prompt row (results.json `figure_tiers`)."""
+    return {name: tier for name in JUDGED_FIGURES} | {name: "matcher" for name in MATCHER_FIGURES}
+
+
 def tier_fields(facts: list[dict[str, Any]], *, judge_model: str | None, judge_error: str | None = None) -> dict[str, Any]:
     """A sample's tier fields (optional in results@1): its `tier`; in the judge tier the
     judge, how many verdicts the matcher disagrees with (`matcher_disagreements`: shown, not
@@ -65,6 +78,7 @@ def _tier_row(group: list[dict[str, Any]]) -> dict[str, Any]:
     cross-check's disagreements and the samples whose judge answer was unreadable."""
     tiers = sorted({sample_tier(s) for s in group})
     row: dict[str, Any] = {"tier": tiers[0] if len(tiers) == 1 else "mixed"}
+    row["figure_tiers"] = figure_tiers(row["tier"])
     if "judge" in tiers:
         row["matcher_disagreements"] = sum(int(s.get("matcher_disagreements", 0)) for s in group)
         row["judge_unreadable"] = sum(1 for s in group if s.get("judge_error"))

@@ -105,6 +105,7 @@ def fact_recall(judge_model: str | None = None) -> Scorer:
         state.store.set(VERDICTS_KEY, {
             "summary_score": detail,
             "context_score": {
+                "tier": "matcher",  # the whole context is scored offline, in either tier
                 "recall": on_context.recall,
                 "recall_by_category": on_context.recall_by_category,
                 "facts": [{"id": f.id, "kept": f.kept} for f in on_context.facts],

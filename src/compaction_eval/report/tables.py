@@ -36,7 +36,8 @@ def tier_line(results: dict[str, Any]) -> str:
         judge = results.get("judge_model") or (results.get("config") or {}).get("judge_model")
         unreadable = sum(int(p.get("judge_unreadable", 0)) for p in results["prompts"])
         note = f"; {unreadable} sample(s) with an unreadable judge answer keep nothing" if unreadable else ""
-        return f"verdicts: judge tier (LLM judge {judge} decides every fact; the offline matcher is the cross-check){note}"
+        return (f"verdicts: judge tier (LLM judge {judge} decides every fact: recall and recall by category; the offline matcher "
+                f"is the cross-check, and produces ctx, prec, distortions and uncert){note}")
     return "verdicts: matcher tier (the offline matcher; no LLM judge)"
 
 
