@@ -116,6 +116,7 @@ def test_the_table_and_the_report_say_which_tier_produced_each_figure(judged_run
     html = render_report(out, out=tmp_path / "report.html").read_text(encoding="utf-8")
     assert 'id="leaderboard-tier"' in html and "judge tier (LLM judge anthropic/claude-test" in html
     assert 'data-k="matcher-disagreements"' in html and 'id="run-tier"' in html
+    assert 'data-k="matcher-disagrees"' in html  # per fact in the drill-down: "matcher: lost" beside the judge's keep
 
 
 def test_a_matcher_tier_run_says_so_and_keeps_its_verdicts_free_of_judge_fields(tmp_path):
