@@ -486,21 +486,24 @@ def _model(model: Any) -> Any:
 def judge_gold(gold: Sequence[GoldFile], model: Any) -> dict[tuple[str, str], dict]:
     """The judge's verdicts (its checks recorded) on every fact the gold judged: one generate
     call per gold summary, listing its facts."""
+    from compaction_eval.contracts.settings import DEFAULT_JUDGE_CONNECTIONS, is_stand_in
     from compaction_eval.recall.matching.judge import JudgeOutputError, judge_facts, unreadable
 
     m = _model(model)
+    # a scripted stand-in answers in call order: one request at a time keeps that order
+    gate = asyncio.Semaphore(1 if is_stand_in(m) else DEFAULT_JUDGE_CONNECTIONS)
+
+    async def one(gf: GoldFile, s: GoldSummary) -> tuple[tuple[str, str], dict]:
+        facts = [f for f in gf.labels.expected(s.point) if f.id in s.facts]
+        async with gate:
+            try:
+                return (gf.trace, s.id), await judge_facts(m, s.text, facts)
+            except JudgeOutputError as exc:
+                # an unreadable answer keeps nothing (and counts against the judge's kappa)
+                return (gf.trace, s.id), unreadable(facts, exc)
 
     async def run() -> dict[tuple[str, str], dict]:
-        out = {}
-        for gf in gold:
-            for s in gf.summaries:
-                facts = [f for f in gf.labels.expected(s.point) if f.id in s.facts]
-                try:
-                    out[(gf.trace, s.id)] = await judge_facts(m, s.text, facts)
-                except JudgeOutputError as exc:
-                    # an unreadable answer keeps nothing (and counts against the judge's kappa)
-                    out[(gf.trace, s.id)] = unreadable(facts, exc)
-        return out
+        return dict(await asyncio.gather(*(one(gf, s) for gf in gold for s in gf.summaries)))
 
     return asyncio.run(run())
 
