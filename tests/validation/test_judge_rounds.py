@@ -247,7 +247,10 @@ def test_the_report_shows_the_per_round_judge_table_with_the_same_numbers(measur
     run_recall(RecallConfig(traces=[str(ROOT / "fixtures" / "traces" / "synth-ci-broken-001.json.gz")],
                             labels=[str(ROOT / "labels" / "synth-ci-broken-001.yaml")],
                             prompts=[str(ROOT / "prompts" / "handoff.j2")]), run)
-    matchers = {**_matchers_json(), "judge_model": result["judge_model"], "judge_rounds": result["judge_rounds"]}
+    matchers = {**_matchers_json(), "judge_model": "<i>judge</i>", "judge_rounds": result["judge_rounds"]}
+    # a headline part with facts read twice: the second reader's ceiling beside the matcher
+    test = result["judge_rounds"][1]["matcher"]
+    matchers["headline"]["test"] = test
     (run / "matchers.json").write_text(json.dumps(matchers), encoding="utf-8")
     page = browser.open(render_report(run).as_uri())
     assert page.console_errors() == []
@@ -259,6 +262,9 @@ def test_the_report_shows_the_per_round_judge_table_with_the_same_numbers(measur
         assert judge_cell.startswith("–" if k is None else f"{k:.2f}")
         assert second_cell.startswith(f"{r['judge']['second_kappa']:.2f}") and f"(n={r['judge']['second_n']})" in second_cell
     assert page.js("document.querySelectorAll('details.judge-round').length") == len(rows)
+    second = " ".join(page.js("document.getElementById('matchers-second').textContent").split())
+    assert f"κ {test['second_kappa']:.2f}" in second and f"on the {test['second_n']} facts read twice" in second
+    assert page.js("document.querySelectorAll('#matchers i').length") == 0  # the judge's name stays text
 
 
 def test_cli_prints_the_per_round_table_and_writes_json(tmp_path, capsys, monkeypatch):
