@@ -283,3 +283,21 @@ def test_cli_prints_the_per_round_table_and_writes_json(tmp_path, capsys, monkey
     assert [r["part"] for r in written["judge_rounds"]] == ["round 1", "round 2", "all blind parts"]
     assert DUMMY_KEY not in out.read_text() and DUMMY_KEY not in text
     shutil.rmtree(gold)
+
+
+def test_every_shipped_blind_round_is_found_with_the_judgments_it_recorded():
+    """The judge is measured on every round: each round's summaries are found in the shipped
+    gold set (round 1 by its trace_ids, the others by split), as many judgments as recorded."""
+    from compaction_eval.validation.headline import blind_parts
+    from compaction_eval.validation.matchers import load_gold
+    from compaction_eval.validation.rounds import load_rounds
+
+    gold_dir = ROOT / "labels" / "gold"
+    gold, rounds = load_gold(gold_dir), load_rounds(gold_dir)
+    parts = dict(blind_parts(gold, rounds))
+    assert list(parts) == [f"round {r['round']}" for r in rounds] and len(rounds) >= 5
+    for r in rounds:
+        keep = parts[f"round {r['round']}"]
+        found = [s for g in gold for s in g.summaries if keep(s.split, g.trace)]
+        assert sum(len(s.facts) for s in found) == r["n"], r["round"]
+        assert len({g.trace for g in gold for s in g.summaries if keep(s.split, g.trace)}) == r["traces"]
