@@ -393,7 +393,7 @@ def test_judge_output_parsed_robustly():
             parse_judge_output(bad)
 
 
-def test_judge_quote_must_be_in_the_summary():
+def test_judge_quote_not_in_the_summary_is_flagged_not_overruled():
     answer = json.dumps([
         {"id": "keep-tests", "kept": True, "quote": "\u201cnever change the   tests\u201d", "reason": "stated"},
         {"id": "why-only", "kept": True, "quote": "uses only() because it is faster", "reason": "paraphrase"},
@@ -401,15 +401,18 @@ def test_judge_quote_must_be_in_the_summary():
     ])
     verdicts = verdicts_from_text(answer, SUMMARY, FACTS)
     assert verdicts["keep-tests"].kept and verdicts["keep-tests"].quote == "never change the   tests"
-    assert not verdicts["why-only"].kept and verdicts["why-only"].reason.startswith("quote not found")
+    assert verdicts["keep-tests"].quote_found and verdicts["keep-tests"].checked_kept
+    # the judge's verdict stands (the override lowered held-out kappa); the check is recorded
+    why = verdicts["why-only"]
+    assert why.kept and not why.quote_found and not why.checked_kept and why.reason == "paraphrase"
     assert set(verdicts) == {"keep-tests", "why-only"}
 
 
-def test_judge_missing_or_quoteless_verdicts_are_not_kept():
+def test_judge_missing_verdicts_are_not_kept_and_quoteless_keeps_are_flagged():
     answer = '[{"id": "keep-tests", "kept": "yes", "quote": "", "reason": "obvious"}]'
     verdicts = verdicts_from_text(answer, SUMMARY, FACTS)
-    assert not verdicts["keep-tests"].kept and "no quote" in verdicts["keep-tests"].reason
-    assert not verdicts["why-only"].kept and "no verdict" in verdicts["why-only"].reason
+    assert verdicts["keep-tests"].kept and not verdicts["keep-tests"].quote_found and verdicts["keep-tests"].answered
+    assert not verdicts["why-only"].kept and not verdicts["why-only"].answered and "no verdict" in verdicts["why-only"].reason
 
 
 def _output(text: str) -> ModelOutput:

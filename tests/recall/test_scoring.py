@@ -374,35 +374,39 @@ def test_to_json_has_the_results_contract_keys(trace, labels, faithful):
 # ---------------------------------------------------------------------------- judge
 
 
-def test_judged_verdicts_decide_meaning_categories_only(trace, labels, faithful):
+def test_judge_tier_decides_every_category_beside_the_matcher(trace, labels, faithful):
     judged = {
         "intent-only-required-fields": JudgeVerdict(False, "", "too vague"),
         "no-test-changes": JudgeVerdict(True, "Do not touch tests", "stated"),
-        # the judge cannot keep an exact fact: the literal matcher decides those
-        "fix-location": JudgeVerdict(False, "", "ignored"),
+        # an exact fact: the judge decides it too; the literal matcher's verdict stays beside it
+        "fix-location": JudgeVerdict(False, "", "another file"),
     }
     score = score_summary(faithful, labels, trace, AT, judged=judged)
     intent = verdict(score, "intent-only-required-fields")
-    assert (intent.kept, intent.matcher, intent.note, intent.semantic_kept) == (False, "judge", "too vague", True)
+    assert (intent.kept, intent.matcher, intent.tier, intent.note, intent.matcher_kept) == (False, "judge", "judge", "too vague", True)
     constraint = verdict(score, "no-test-changes")
     assert (constraint.kept, constraint.matcher, constraint.evidence) == (True, "judge", "Do not touch tests")
-    assert verdict(score, "fix-location").kept and verdict(score, "fix-location").matcher == "literal"
-    # facts the judge did not see stay with the semantic matcher
-    assert verdict(score, "only-pk-and-parents").matcher == "semantic"
-    assert score.critical_lost == ["intent-only-required-fields"]
+    exact = verdict(score, "fix-location")
+    assert (exact.kept, exact.tier, exact.matcher_kept, exact.keys_found) == (False, "judge", True, True)
+    # facts the judge did not answer for stay with the matcher tier
+    assert (verdict(score, "only-pk-and-parents").matcher, verdict(score, "only-pk-and-parents").tier) == ("semantic", "matcher")
+    assert score.critical_lost == ["intent-only-required-fields", "fix-location"]
+    facts = {f["id"]: f for f in score.to_json()["facts"]}
+    assert facts["fix-location"]["matcher_kept"] is True and facts["fix-location"]["tier"] == "judge"
+    assert "matcher_kept" not in facts["only-pk-and-parents"]  # judge-tier fields: absent in the matcher tier
 
 
-def test_judge_keep_without_the_keys_is_overruled(trace, labels, faithful):
+def test_judge_keep_without_the_keys_stands_and_is_flagged(trace, labels, faithful):
     summary = edit(faithful, "- Do not touch tests or config files (setup.cfg etc.); only edit non-test source.",
                    "- Keep the change minimal.")
     summary = summary.replace("tests", "suite")
     score = score_summary(summary, labels, trace, AT, judged={"no-test-changes": JudgeVerdict(True, "Keep the change minimal", "ok")})
     v = verdict(score, "no-test-changes")
-    assert not v.kept and v.note.startswith("keys missing")
+    assert v.kept and v.keys_found is False and v.note == "ok"
 
 
 def test_judge_through_inspect_mockllm_end_to_end(trace, labels, faithful):
-    facts = [f for f in labels.expected(AT) if f.category in ("intent", "constraint", "attempt")]
+    facts = labels.expected(AT)
     answer = json.dumps([
         {"id": "intent-only-required-fields", "kept": True, "quote": "fetch only the fields it needs", "reason": "paraphrased"},
         {"id": "no-test-changes", "kept": True, "quote": "Do not touch tests or config files", "reason": "stated"},
@@ -413,10 +417,13 @@ def test_judge_through_inspect_mockllm_end_to_end(trace, labels, faithful):
     model = get_model("mockllm/model", custom_outputs=[output])  # a second call would raise
     judged = asyncio.run(judge_facts(model, faithful, facts))
     assert judged["intent-only-required-fields"].kept
-    assert not judged["first-fix-broke-signal-test"].kept  # quote is not in the summary
+    wrong = judged["first-fix-broke-signal-test"]
+    assert wrong.kept and not wrong.quote_found  # kept as the judge said, its quote flagged
     score = score_summary(faithful, labels, trace, AT, judged=judged)
     assert verdict(score, "first-fix-broke-signal-test").matcher == "judge"
-    assert score.recall == pytest.approx(9 / 10)
+    # the facts the judge skipped are not kept: 3 expected facts survive
+    assert {v.id for v in score.facts if v.kept} == {"intent-only-required-fields", "no-test-changes", "first-fix-broke-signal-test"}
+    assert sum(1 for v in score.facts if not v.judge_answered) == len(facts) - 3
 
 
 # ---------------------------------------------------------------------------- the whole context

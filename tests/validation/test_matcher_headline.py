@@ -97,9 +97,16 @@ def test_judge_model_over_http_scores_scripted_verdicts_on_the_test_part(tmp_pat
     assert h["test"]["kappa_ci"] is not None and h["test"]["keys_kappa"] is not None
     j = h["judge_test"]
     # right: 9 agree; wrong: 9 flipped (6 false keeps on a real quote, 3 false misses);
-    # unquoted: its 3 keeps overruled (3 false misses); malformed: nothing kept (3 false misses)
-    assert (j["false_keeps"], j["false_misses"]) == (6, 9)
-    assert j["accuracy"] == pytest.approx((36 - 15) / 36, abs=1e-4)
+    # unquoted: its 3 keeps stand (the judge tier: flagged, not overruled); malformed: nothing
+    # kept (3 false misses, the summary marked)
+    assert (j["false_keeps"], j["false_misses"]) == (6, 6)
+    assert j["accuracy"] == pytest.approx((36 - 12) / 36, abs=1e-4)
+    (part,) = result["judge_rounds"]
+    assert part["part"] == "test part" and part["n"] == 36 and part["summaries"] == 4
+    # with the quote check as an override the unquoted keeps are lost: the choice stays visible
+    assert (part["judge_checked"]["false_keeps"], part["judge_checked"]["false_misses"]) == (6, 9)
+    assert part["judge_overruled_by_checks"] == 3 and part["overruled_kept_in_gold"] == 3
+    assert result["judge_requests"] == 4 and result["judge_unanswered"] == len(FACT_IDS)  # the malformed answer
     text = format_headline(h)
     assert "LLM judge" in text and "key-presence only" in text
 
@@ -114,7 +121,7 @@ def test_without_a_test_part_the_judge_is_measured_on_the_last_blind_round(tmp_p
 
     gold = _gold(tmp_path, "round2")
     n = 4 * len(FACT_IDS)
-    test = part_table([("t", "intent", "terse", "synthetic", i % 2 == 0, i % 3 == 0, True) for i in range(n)], 50)
+    test = part_table([("t", "intent", "terse", "synthetic", i % 2 == 0, i % 3 == 0, True, None) for i in range(n)], 50)
     record_round({"headline": {"test": test}}, gold, round_no=2, split="round2", frozen_at="abc1234")
     monkeypatch.setenv("ANTHROPIC_API_KEY", DUMMY_KEY)
     with LoopbackServer(judge_script=script) as server:
@@ -124,9 +131,9 @@ def test_without_a_test_part_the_judge_is_measured_on_the_last_blind_round(tmp_p
     h = result["headline"]
     assert h["test"] is None and h["last_blind_round"]["frozen_at"] == "abc1234" and h["last_blind_round"]["stale"] is False
     assert len(served) == len(MODES) and h["judge_on"] == "round 2 test part (split: round2)"
-    assert h["judge_test"]["n"] == n and (h["judge_test"]["false_keeps"], h["judge_test"]["false_misses"]) == (6, 9)
+    assert h["judge_test"]["n"] == n and (h["judge_test"]["false_keeps"], h["judge_test"]["false_misses"]) == (6, 6)
     text = format_headline(h)
-    assert "last blind round: round 2" in text and "round 2 test part (split: round2) (LLM judge alone" in text
+    assert "last blind round: round 2" in text and "round 2 test part (split: round2) (LLM judge tier" in text
 
 
 def test_uncertain_counts_per_sample_and_prompt_reach_the_leaderboard():

@@ -155,22 +155,25 @@ def _tiny_gold(tmp_path: Path) -> Path:
     return gold_dir
 
 
-def test_validate_with_a_scripted_judge_checks_its_quotes(tmp_path):
+def test_validate_with_a_scripted_judge_measures_its_verdicts_and_its_checked_ones(tmp_path):
     from compaction_eval.validation.matchers import scripted_model
 
     answer = json.dumps([
         {"id": "intent", "kept": True, "quote": "get the nightly CI on main green again", "reason": "stated"},
-        # a real constraint, kept on an invented quote: must count as not kept
+        # a real constraint, kept on an invented quote: the judge tier keeps it (flagged)
         {"id": "no-test-edits", "kept": True, "quote": "tests/ are read-only forever", "reason": "stated"},
         {"id": "answer-format", "kept": True, "quote": "the reply gives file:line and a diff", "reason": "invented"},
     ])
     result = validate(_tiny_gold(tmp_path), model=scripted_model([answer]))
-    judge = result["facts"]["judge"]["overall"]
-    assert judge["n"] == 9 and judge["predicted_positive"] == 1  # only the intent survives its quote
+    judge, checked = result["facts"]["judge"]["overall"], result["facts"]["judge_checked"]["overall"]
+    assert judge["n"] == 9 and judge["predicted_positive"] == 3  # the judge's own verdicts decide
+    assert checked["n"] == 9 and checked["predicted_positive"] == 1  # only the intent survives its quote check
     wrong = {d["id"] for d in result["disagreements"]["judge"]}
-    assert "no-test-edits" in wrong and "fail-count" in wrong  # skipped by the judge: not kept
-    assert "answer-format" not in wrong  # its invented quote was rejected, agreeing with the human
-    assert "default+judge" in result["facts"]
+    assert "fail-count" in wrong and "no-test-edits" not in wrong  # skipped by the judge: not kept
+    assert "answer-format" in wrong  # kept on an invented quote: the judge is wrong, and it shows
+    wrong_checked = {d["id"] for d in result["disagreements"]["judge_checked"]}
+    assert "no-test-edits" in wrong_checked and "answer-format" not in wrong_checked
+    assert "default+judge" not in result["facts"]  # the judge tier is the judge's verdicts
 
 
 def test_controls_fail_when_a_wrong_answer_gets_through():
@@ -188,7 +191,7 @@ def test_controls_fail_when_a_wrong_answer_gets_through():
     assert result["passed"] == 1
 
 
-def test_judge_quote_that_contradicts_the_fact_is_overruled():
+def test_judge_quote_that_contradicts_the_fact_is_flagged():
     fact = Fact(id="a", category="attempt", text="Reverting a41c9e2 broke 6 tests in test_export.py, so the revert was abandoned.",
                 keys=("revert",), source=(0,))
     summary = "- The revert of a41c9e2 worked and all tests passed.\n- Reverting a41c9e2 broke 6 export tests; abandoned."
@@ -196,8 +199,9 @@ def test_judge_quote_that_contradicts_the_fact_is_overruled():
     assert not contradicts(fact, "Reverting a41c9e2 broke 6 export tests; abandoned")
     bad = verdicts_from_text('[{"id": "a", "kept": true, "quote": "The revert of a41c9e2 worked and all tests passed", "reason": "r"}]', summary, [fact])
     good = verdicts_from_text('[{"id": "a", "kept": true, "quote": "Reverting a41c9e2 broke 6 export tests; abandoned", "reason": "r"}]', summary, [fact])
-    assert not bad["a"].kept and "contradicts" in bad["a"].reason
-    assert good["a"].kept
+    # flagged, not overruled: the verdict stays the judge's, the checked verdict is measured apart
+    assert bad["a"].kept and bad["a"].contradiction and not bad["a"].checked_kept
+    assert good["a"].kept and not good["a"].contradiction and good["a"].checked_kept
 
 
 # ---------------------------------------------------------------------------- rules added from the gold set

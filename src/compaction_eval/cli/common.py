@@ -83,7 +83,7 @@ def add_recall_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--labels", nargs="+", help="labels files or directories (DIR#N: at most N labelled traces per source), or hf:DATASET (default: labels labels/real#2)")
     p.add_argument("--prompts", nargs="+", help="prompt templates or directories (default: prompts)")
     p.add_argument("--model", default=DEFAULT_MODEL, help="compaction model (default: the offline extractive summariser)")
-    p.add_argument("--judge-model", help="LLM judge for meaning categories (optional)")
+    p.add_argument("--judge-model", help="LLM judge: it decides every fact (the judge tier; the matcher stays beside it as a cross-check). Without it the offline matcher tier decides")
     p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"summary budget in tokens (default: {DEFAULT_BUDGET})")
     p.add_argument("--keep-last", type=int, default=DEFAULT_KEEP_LAST, help=f"messages kept verbatim at the end (default: {DEFAULT_KEEP_LAST})")
     p.add_argument("--shape", choices=["inline", "messages"], default=DEFAULT_SHAPE, help="span in the prompt, or as messages with the instruction last")

@@ -28,6 +28,9 @@ DEFAULT_HORIZON_BUDGET = 600
 DEFAULT_KEEP_LAST = 4
 """Messages kept verbatim at the end of the history (never splitting a tool call from its result)."""
 DEFAULT_SHAPE: Shape = "inline"
+DEFAULT_JUDGE_CONNECTIONS = 8
+"""Judge requests in flight at once when `validate-matchers` judges the gold set with a real
+model (a stand-in answers in call order, one at a time)."""
 DEFAULT_HORIZON_PROMPT = "handoff"
 
 # Providers registered by this package (and inspect's mockllm): deterministic, not LLMs.

@@ -53,6 +53,7 @@ from compaction_eval.gate.compare import (
     PromptComparison,
     compare_runs,
 )
+from compaction_eval.recall.aggregate import run_tier
 from compaction_eval.recall.stability import FactKey, unstable_facts
 
 EXIT_PASS = 0
@@ -146,7 +147,16 @@ def check_comparable(
 ) -> list[str]:
     """The rule that two runs are compared only when their prompts are the only difference
     (used by the gate and by `report --baseline`). Returns the differences (allowed ones
-    included); raises GateInputError when they are not allowed."""
+    included); raises GateInputError when they are not allowed.
+
+    Runs whose verdicts come from different tiers (the offline matcher, an LLM judge) are
+    never compared, even with --allow-setting-changes: the difference would be the tier's."""
+    tiers = run_tier(baseline), run_tier(candidate)
+    if tiers[0] != tiers[1]:
+        raise GateInputError([Problem(candidate_path, "tier", f"verdicts of the {tiers[1]} tier cannot be compared with a baseline "
+                                      f"of the {tiers[0]} tier: rerun the candidate in the baseline's tier"
+                                      f"{' (with --judge-model)' if tiers[0] == 'judge' else ' (without --judge-model)'}"
+                                      " or regenerate the baseline in the candidate's")])
     diffs = setting_differences(baseline, candidate)
     if diffs and not allow_setting_changes:
         raise GateInputError(

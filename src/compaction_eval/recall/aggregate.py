@@ -22,6 +22,69 @@ def uncertain_count(sample: dict[str, Any]) -> int:
     return sum(1 for f in sample.get("facts", []) if f.get("uncertain"))
 
 
+TIERS = ("matcher", "judge")
+"""Who produced a figure: the offline matcher (fast, free) or an LLM judge (`--judge-model`)."""
+
+
+JUDGED_FIGURES = ("recall", "recall_by_category", "recall_by_origin", "critical_lost")
+"""The figures made of the summary's fact verdicts: the judge's in the judge tier. The others
+(context recall over the whole compacted context, precision, distortions, avoid items, the
+calibrated `uncertain` count) are always the offline matcher's: the judge reads the summary's
+facts only."""
+MATCHER_FIGURES = ("context_recall", "precision", "distortions", "avoid_present", "uncertain")
+
+
+def figure_tiers(tier: str) -> dict[str, str]:
+    """Which tier produced each figure of a prompt row (results.json `figure_tiers`)."""
+    return {name: tier for name in JUDGED_FIGURES} | {name: "matcher" for name in MATCHER_FIGURES}
+
+
+def tier_fields(facts: list[dict[str, Any]], *, judge_model: str | None, judge_error: str | None = None) -> dict[str, Any]:
+    """A sample's tier fields (optional in results@1): its `tier`; in the judge tier the
+    judge, how many verdicts the matcher disagrees with (`matcher_disagreements`: shown, not
+    hidden, and not applied), how many facts the judge left unanswered, and `judge_error`
+    when its whole answer was unreadable (none of the sample's facts is kept then)."""
+    if not judge_model:
+        return {"tier": "matcher"}
+    out: dict[str, Any] = {
+        "tier": "judge",
+        "judge_model": judge_model,
+        "matcher_disagreements": sum(1 for f in facts if f.get("matcher_kept") is not None and f["matcher_kept"] != f["kept"]),
+        "judge_unanswered": sum(1 for f in facts if f.get("judge_answered") is False),
+    }
+    if judge_error:
+        out["judge_error"] = judge_error
+    return out
+
+
+def sample_tier(sample: dict[str, Any]) -> str:
+    """A sample's tier: its `tier`, else "judge" when its facts say a judge decided (records
+    written before the field existed)."""
+    if sample.get("tier") in TIERS:
+        return str(sample["tier"])
+    return "judge" if any(f.get("matcher") == "judge" for f in sample.get("facts", [])) else "matcher"
+
+
+def run_tier(results: dict[str, Any]) -> str:
+    """The tier of a results.json: its `tier`, else "judge" when it was run with a judge
+    model, else "matcher". A run mixes no tiers: every sample is scored the same way."""
+    if results.get("tier") in TIERS:
+        return str(results["tier"])
+    return "judge" if (results.get("config") or {}).get("judge_model") else "matcher"
+
+
+def _tier_row(group: list[dict[str, Any]]) -> dict[str, Any]:
+    """A prompt's tier fields: the tier of its samples and, in the judge tier, the matcher
+    cross-check's disagreements and the samples whose judge answer was unreadable."""
+    tiers = sorted({sample_tier(s) for s in group})
+    row: dict[str, Any] = {"tier": tiers[0] if len(tiers) == 1 else "mixed"}
+    row["figure_tiers"] = figure_tiers(row["tier"])
+    if "judge" in tiers:
+        row["matcher_disagreements"] = sum(int(s.get("matcher_disagreements", 0)) for s in group)
+        row["judge_unreadable"] = sum(1 for s in group if s.get("judge_error"))
+    return row
+
+
 def summarise_prompts(samples: list[dict[str, Any]], descriptions: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """One row per prompt: means over samples with 95% intervals (samples are resampled)."""
     by_prompt: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -64,6 +127,8 @@ def summarise_prompts(samples: list[dict[str, Any]], descriptions: dict[str, str
                 "budget_truncated": sum(1 for s in group if s["budget_truncated"]),
                 "input_tokens": sum(s["input_tokens"] for s in group),
                 "output_tokens": sum(s["output_tokens"] for s in group),
+                # which tier produced these figures (and the judge tier's cross-check)
+                **_tier_row(group),
             }
         )
     # Recall first: the leaderboard order users read.

@@ -40,7 +40,7 @@ from compaction_eval.corpus.hf import is_hf
 from compaction_eval.corpus.load import load_corpus
 from compaction_eval.corpus.redact import redact_text
 from compaction_eval.corpus.stats import corpus_stats
-from compaction_eval.recall.aggregate import summarise_prompts, uncertain_count
+from compaction_eval.recall.aggregate import figure_tiers, summarise_prompts, uncertain_count
 from compaction_eval.recall.scorer import VERDICTS_KEY
 from compaction_eval.recall.solver import STORE_KEY
 from compaction_eval.recall.stability import stability_summary
@@ -400,6 +400,10 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
             "git_commit": git_commit(),
             "model": config.model,
             "offline_stand_in": config.offline_stand_in,
+            # who produced the verdicts (every figure below): the offline matcher or the judge
+            "tier": "judge" if config.judge_model else "matcher",
+            "figure_tiers": figure_tiers("judge" if config.judge_model else "matcher"),
+            "judge_model": config.judge_model,
             "stand_in_note": (
                 "extractive summariser: a deterministic sentence-selection baseline, not an LLM"
                 if config.offline_stand_in

@@ -9,11 +9,12 @@ from inspect_ai.scorer import Score, Scorer, grouped, mean, scorer, stderr
 from inspect_ai.solver import TaskState
 
 from compaction_eval.compaction.cache import off_the_loop
-from compaction_eval.contracts.labels import EXACT_CATEGORIES, Labels
+from compaction_eval.contracts.labels import Labels
 from compaction_eval.contracts.settings import is_stand_in
 from compaction_eval.contracts.traces import Trace
+from compaction_eval.recall.aggregate import tier_fields
 from compaction_eval.recall.loading import labels_at, trace_at
-from compaction_eval.recall.matching.judge import judge_facts
+from compaction_eval.recall.matching.judge import JudgeOutputError, judge_facts, unreadable
 from compaction_eval.recall.scoring import FactScore, SummaryScore, score_facts, score_summary
 from compaction_eval.recall.solver import STORE_KEY
 
@@ -67,8 +68,9 @@ def fact_recall(judge_model: str | None = None) -> Scorer:
     """Score the compacted sample by the kept rule (DESIGN.md 4).
 
     Args:
-        judge_model: optional model that judges meaning-category facts (intent,
-            constraint, decision, attempt, next_step); exact categories stay literal.
+        judge_model: optional model that judges every expected fact in the summary's scope
+            (the judge tier: one request per sample); the matcher's verdicts stay beside its
+            own as a cross-check. Without it the matcher tier decides.
     """
 
     async def score(state: TaskState, target) -> Score:
@@ -85,12 +87,17 @@ def fact_recall(judge_model: str | None = None) -> Scorer:
         # verbatim tail is not its job (the context score counts it).
         in_scope = summary_scope(labels, at, compacted["split"]["tail_start"])
         judged = None
+        judge_error = None
         if judge_model:
-            # exact categories stay literal: only meaning facts go to the judge
-            meaning = [f for f in in_scope.expected(at) if f.category not in EXACT_CATEGORIES]
-            judged = await judge_facts(get_model(judge_model), summary, meaning) if meaning else {}
+            facts = in_scope.expected(at)
+            try:
+                judged = await judge_facts(get_model(judge_model), summary, facts)
+            except JudgeOutputError as exc:
+                # the sample keeps none of its facts and says why; the run goes on
+                judged, judge_error = unreadable(facts, exc), str(exc)[:300]
         on_summary, on_context = await off_the_loop(_score_both, summary, in_scope, compacted["context"], labels, trace, at, judged, paid=paid)
         detail = on_summary.to_json()
+        detail.update(tier_fields(detail["facts"], judge_model=judge_model, judge_error=judge_error))
         detail["tail_only_facts"] = sorted({f.id for f in labels.expected(at)} - {f.id for f in in_scope.expected(at)})
         compression = compacted["span_tokens"] / max(compacted["summary_tokens"], 1)
         # The verdicts go to the sample's store, not Score.metadata: inspect deep-copies every
@@ -98,6 +105,7 @@ def fact_recall(judge_model: str | None = None) -> Scorer:
         state.store.set(VERDICTS_KEY, {
             "summary_score": detail,
             "context_score": {
+                "tier": "matcher",  # the whole context is scored offline, in either tier
                 "recall": on_context.recall,
                 "recall_by_category": on_context.recall_by_category,
                 "facts": [{"id": f.id, "kept": f.kept} for f in on_context.facts],

@@ -35,7 +35,7 @@ def fact_recall(
         keep_last: messages kept verbatim at the end of the history.
         shape: `inline` or `messages` (see compaction.compact).
         focus: optional focus instruction for every prompt.
-        judge_model: optional LLM judge for meaning categories.
+        judge_model: optional LLM judge: it decides every fact (the judge tier).
         cache: use inspect's generate cache.
 
     The compaction settings are plain task arguments (inspect records them in its log and

@@ -92,6 +92,8 @@ def _header(mode: str, config: ReplayRunConfig, corpus: Any) -> dict[str, Any]:
         "model": config.model,
         **({"reader": config.reader_model} if mode == "probes" else {}),
         "offline_stand_in": offline,
+        # replay, decay and probes score with the offline matcher only (they take no judge)
+        "tier": "matcher",
         "stand_in_note": STAND_IN_NOTE if any(is_stand_in(m) for m in models) else None,
         "traces": sorted(corpus.labels),
         "synthetic_traces": sorted(t for t, lab in corpus.labels.items() if lab.labelled_by == "generator"),

@@ -589,7 +589,11 @@ def _matchers_view(matchers: dict[str, Any]) -> dict[str, Any] | None:
             if rows:
                 groups.append({"key": key, "title": title, "rows": rows})
     others = {m: t.get("overall") for m, t in (matchers.get("facts") or {}).items() if m != "default" and isinstance(t, dict)}
+    judge_rounds = [r for r in matchers.get("judge_rounds") or [] if isinstance(r, dict) and isinstance(r.get("judge"), dict)]
     return {
+        # the judge per blind round beside the matcher, keys only and the second reader
+        "judge_rounds": judge_rounds,
+        "judge_model": matchers.get("judge_model"),
         "test": test,
         "blind_round": blind_round,
         "rounds": [r for r in headline.get("blind_rounds") or [] if isinstance(r, dict)],
@@ -628,6 +632,9 @@ def build_context(
     }
     if results is None:
         return ctx
+    from compaction_eval.report.tables import tier_line
+
+    ctx["tier_line"] = tier_line(results) if results.get("prompts") is not None else None
     corpus = corpus or SourceCorpus()
     present = {c for s in results.get("samples", []) for c in s.get("recall_by_category", {})}
     categories = [c for c in CATEGORIES if c in present]

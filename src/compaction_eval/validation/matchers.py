@@ -9,8 +9,12 @@ on every avoid item in the history (present or not) and on summary units (releva
 - `semantic`: the offline meaning matcher (`semantic_match`), for every category;
 - `default`: the combined scorer `score_summary` (literal for exact categories, semantic
   for meaning categories): what `compaction-eval score` and the recall suite report;
-- `judge`, `default+judge`: with `--model`, the LLM judge alone (its quote checked) and the
-  scorer with the judge deciding the meaning categories.
+- `judge`: with `--model`, the judge tier as the scorer gives it (the LLM judge decides every
+  category, nothing overrules it); `judge_checked`: the same answers with the quote and
+  contradiction checks applied as overrides (the judge@2 scorer before the tiers), so the
+  choice not to apply them stays measured;
+- `second`: a second reader's judgments, where a gold summary has them (`second:`): the
+  ceiling every matcher and judge figure is read against, on the same verdicts.
 
 Part of the gold set is held out (gold files with `split: heldout`): the semantic threshold
 per category is tuned on the rest and its agreement reported on both, so a default chosen
@@ -93,6 +97,9 @@ class GoldSummary:
         irrelevant: substrings naming the units judged not relevant (every other unit was
             judged relevant).
         split: tune | heldout | fresh (default: the gold file's split).
+        second: a second reader's judgments (fact id -> (kept, reason)) made without seeing
+            the first; some or all of the expected facts. None when nobody read it twice.
+        second_by: who the second reader was.
     """
 
     id: str
@@ -103,6 +110,8 @@ class GoldSummary:
     avoid: dict[str, tuple[bool, str]]
     irrelevant: list[str]
     split: str = "tune"
+    second: dict[str, tuple[bool, str]] | None = None
+    second_by: str | None = None
 
 
 @dataclass
@@ -198,7 +207,8 @@ def load_gold_file(path: Path) -> GoldFile:
         ssplit_s = s.get("split", split)
         if ssplit_s not in SPLITS:
             bad(f"{place}.split", f"{ssplit_s!r} is not one of {SPLITS}")
-        summaries.append(GoldSummary(sid, point, s.get("style"), text, facts, avoid, irrelevant, ssplit_s))
+        second, second_by = _second_reader(s.get("second"), expected, data.get("judged_by"), f"{place}.second", bad)
+        summaries.append(GoldSummary(sid, point, s.get("style"), text, facts, avoid, irrelevant, ssplit_s, second, second_by))
     source = data.get("source")
     if source is not None and not (isinstance(source, str) and source.strip()):
         bad("source", f"expected a source kind such as mini-swe-agent, got {source!r}")
@@ -206,6 +216,29 @@ def load_gold_file(path: Path) -> GoldFile:
         raise ContractError(problems)
     return GoldFile(labels.trace, split, labels, summaries, path,
                     source.strip() if isinstance(source, str) else source_kind(labels.trace, path))
+
+
+def _second_reader(raw: Any, expected: set[str], first_by: Any, place: str, bad) -> tuple[dict[str, tuple[bool, str]] | None, str | None]:
+    """A summary's optional `second:` judgment: `{judged_by: WHO, facts: {id: [kept | lost,
+    reason]}}`, by a reader who did not see the first judgments; it may judge some of the
+    expected facts, and nothing else."""
+    if raw is None:
+        return None, None
+    if not isinstance(raw, dict):
+        bad(place, f"expected {{judged_by: ..., facts: {{id: [kept | lost, reason]}}}}, got {raw!r}")
+        return None, None
+    who = raw.get("judged_by")
+    if not (isinstance(who, str) and who.strip()):
+        bad(f"{place}.judged_by", f"name the second reader, got {who!r}")
+    elif isinstance(first_by, str) and who.strip() == first_by.strip() and first_by.strip() not in ("human", ""):
+        bad(f"{place}.judged_by", f"{who!r} is also the first reader: a second reading needs another reader")
+    if not isinstance(raw.get("facts"), dict) or not raw["facts"]:
+        bad(f"{place}.facts", "expected at least one judged fact")
+        return None, None
+    facts = _verdicts(raw["facts"], _FACT_VERDICTS, f"{place}.facts", bad)
+    if set(facts) - expected:
+        bad(f"{place}.facts", f"judged {sorted(set(facts) - expected)} not expected at this point")
+    return facts, str(who).strip() if isinstance(who, str) else None
 
 
 def _verdicts(raw: Any, words: dict[str, bool], place: str, bad) -> dict[str, tuple[bool, str]]:
@@ -273,7 +306,9 @@ def _stub_trace(trace_id: str) -> Trace:
 
 def collect_items(gold: Sequence[GoldFile], judged: dict[tuple[str, str], dict] | None = None) -> list[Item]:
     """Run literal, semantic and the default scorer (and the judge verdicts in `judged`,
-    keyed by (trace, summary id)) over every gold summary."""
+    keyed by (trace, summary id): `judge` as the judge tier scores them, `judge_checked`
+    with the quote checks applied) over every gold summary; a second reader's judgment is
+    `second`."""
     items: list[Item] = []
     for gf in gold:
         trace = _stub_trace(gf.trace)
@@ -303,9 +338,11 @@ def collect_items(gold: Sequence[GoldFile], judged: dict[tuple[str, str], dict] 
                 for t in THRESHOLD_GRID:
                     item.predicted[f"semantic@{t:.2f}"] = best.kept and best.similarity >= t
                 if jv is not None:
-                    item.predicted["judge"] = jv[fact.id].kept if fact.id in jv else False
-                    item.evidence["judge"] = jv[fact.id].reason if fact.id in jv else None
-                    item.predicted["default+judge"] = jverdicts[fact.id].kept
+                    item.predicted["judge"] = jverdicts[fact.id].kept
+                    item.evidence["judge"] = jverdicts[fact.id].note
+                    item.predicted["judge_checked"] = jv[fact.id].checked_kept if fact.id in jv else False
+                if s.second is not None and fact.id in s.second:
+                    item.predicted["second"], item.evidence["second"] = s.second[fact.id]
                 items.append(item)
             for a in score.avoid:
                 present, reason = s.avoid[a.id]
@@ -447,24 +484,26 @@ def _model(model: Any) -> Any:
 
 
 def judge_gold(gold: Sequence[GoldFile], model: Any) -> dict[tuple[str, str], dict]:
-    """The judge's verdicts (quote-checked) on every fact of every gold summary: one
-    generate call per summary."""
-    from compaction_eval.recall.matching.judge import JudgeOutputError, JudgeVerdict, judge_facts
+    """The judge's verdicts (its checks recorded) on every fact the gold judged: one generate
+    call per gold summary, listing its facts."""
+    from compaction_eval.contracts.settings import DEFAULT_JUDGE_CONNECTIONS, is_stand_in
+    from compaction_eval.recall.matching.judge import JudgeOutputError, judge_facts, unreadable
 
     m = _model(model)
+    # a scripted stand-in answers in call order: one request at a time keeps that order
+    gate = asyncio.Semaphore(1 if is_stand_in(m) else DEFAULT_JUDGE_CONNECTIONS)
+
+    async def one(gf: GoldFile, s: GoldSummary) -> tuple[tuple[str, str], dict]:
+        facts = [f for f in gf.labels.expected(s.point) if f.id in s.facts]
+        async with gate:
+            try:
+                return (gf.trace, s.id), await judge_facts(m, s.text, facts)
+            except JudgeOutputError as exc:
+                # an unreadable answer keeps nothing (and counts against the judge's kappa)
+                return (gf.trace, s.id), unreadable(facts, exc)
 
     async def run() -> dict[tuple[str, str], dict]:
-        out = {}
-        for gf in gold:
-            for s in gf.summaries:
-                facts = gf.labels.expected(s.point)
-                try:
-                    out[(gf.trace, s.id)] = await judge_facts(m, s.text, facts)
-                except JudgeOutputError as exc:
-                    # an unreadable answer keeps nothing (and counts against the judge's kappa)
-                    note = f"malformed judge answer: {str(exc)[:120]}"
-                    out[(gf.trace, s.id)] = {f.id: JudgeVerdict(kept=False, quote="", reason=note) for f in facts}
-        return out
+        return dict(await asyncio.gather(*(one(gf, s) for gf in gold for s in gf.summaries)))
 
     return asyncio.run(run())
 
@@ -518,8 +557,10 @@ def scripted_model(answers: Sequence[str]) -> Any:
 
 
 def run_controls(controls: Sequence[Control]) -> dict[str, Any]:
-    """Feed each control's wrong answer to the judge through a scripted model and score the
-    fact with it (the quote check and the key check both apply)."""
+    """Feed each control's wrong answer to the judge through a scripted model: each must be
+    caught by a recorded check (quote not found, contradiction, keys missing, no verdict).
+    The checks are flags beside the judge tier's verdict, not overrides; a control proves a
+    flag is raised where it should be."""
     from compaction_eval.recall.matching.judge import judge_facts
 
     model = scripted_model([c.answer for c in controls])
@@ -528,10 +569,11 @@ def run_controls(controls: Sequence[Control]) -> dict[str, Any]:
         rows = []
         for c in controls:
             verdict = (await judge_facts(model, c.summary, [c.fact]))[c.fact.id]
-            kept, reason = verdict.kept, verdict.reason
-            # keys are necessary evidence for the judge too (as in scoring.score_summary)
+            kept, reason = verdict.checked_kept, verdict.reason
+            if not verdict.quote_found or verdict.contradiction:
+                reason = f"flagged: {'quote not found' if not verdict.quote_found else 'quote contradicts the fact'} ({reason})"
             if kept and match_key_sets(SummaryText(c.summary), c.fact.key_sets, inflect=True) is None:
-                kept, reason = False, f"keys missing (judge said kept: {reason})"
+                kept, reason = False, f"flagged: keys missing ({reason})"
             rows.append({"id": c.id, "kind": c.kind, "kept": kept, "expected": c.expect_kept,
                          "ok": kept == c.expect_kept, "reason": reason})
         return rows
@@ -561,7 +603,9 @@ def validate(gold_dir: Path | str, model: Any = None, *, out: dict[str, Any] | N
     if out is not None:
         out.update(gold=gold, items=items)
     facts = [i for i in items if i.kind == "fact"]
-    matchers = ["literal", "semantic", "default"] + (["judge", "default+judge"] if judged else [])
+    matchers = ["literal", "semantic", "default"] + (["judge", "judge_checked"] if judged else [])
+    if any("second" in i.predicted for i in facts):
+        matchers.append("second")
     result: dict[str, Any] = {
         "schema": RESULT_SCHEMA,
         "gold": {
@@ -575,6 +619,7 @@ def validate(gold_dir: Path | str, model: Any = None, *, out: dict[str, Any] | N
             "avoid_judgments": sum(i.kind == "avoid" for i in items),
             "unit_judgments": sum(i.kind == "unit" for i in items),
             "styles": {s: sum(len([x for x in g.summaries if x.style == s]) for g in gold) for s in STYLES},
+            "second_reader_judgments": sum(len(s.second or {}) for g in gold for s in g.summaries),
         },
         "model": None if model is None else str(model if isinstance(model, str) else getattr(model, "name", model)),
         "facts": {m: _table(facts, m) for m in matchers},

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +76,19 @@ def with_gold_check(rounds: Sequence[dict[str, Any]], judgments_by_split: dict[s
         gold_n = judgments_by_split.get(r["split"], 0) if r["split"] else None
         out.append({**r, "gold_n": gold_n, "stale": None if gold_n is None else gold_n != r["n"]})
     return out
+
+
+def round_members(r: dict[str, Any]) -> Callable[[str, str], bool] | None:
+    """Which gold summaries were round `r`'s test part, by (split, trace): those of its split,
+    or, for a round whose files joined the general tune split (round 1), those of the traces
+    it lists in `trace_ids`. None when the record says neither."""
+    if r.get("split"):
+        return lambda split, trace: split == r["split"]
+    ids = r.get("trace_ids")
+    if isinstance(ids, list) and ids:
+        traces = {str(t) for t in ids}
+        return lambda split, trace: trace in traces
+    return None
 
 
 def last_measured(rounds: Sequence[dict[str, Any]]) -> dict[str, Any] | None:

@@ -1,10 +1,13 @@
-"""LLM judge matcher (optional): a model decides the meaning categories, quoting its evidence.
+"""LLM judge: a model decides every fact of a sample, quoting its evidence (the judge tier).
 
 One generate call per sample lists every fact; the model answers a JSON list
-`[{"id", "kept", "quote", "reason"}]`. A verdict is only trusted as far as its quote: a
-`kept` verdict whose quote does not occur in the summary (whitespace-folded,
-case-insensitive) counts as not kept, so a judge cannot keep a fact on an invented phrase;
-nor does one whose quote contradicts the fact (negates it, or reports the opposite outcome).
+`[{"id", "kept", "quote", "reason"}]`. The judge's answer is the verdict. Two offline checks
+run on it and are recorded beside it, not applied: whether the quote occurs in the summary
+(whitespace-folded, case-insensitive) and whether the quote contradicts the fact (negates it,
+or reports the opposite outcome). Applied as overrides they lowered κ on held-out data (0.874
+to 0.844 on 742 verdicts; 12 of the 13 verdicts they overruled were kept in the gold): a rule
+may overrule the judge only where it raises out-of-sample κ, and none is known. The overridden
+verdict stays measurable (`JudgeVerdict.checked_kept`, `validate-matchers`).
 Runs through inspect (`inspect_ai.model.Model`), so real runs use `anthropic/<model>` and
 tests use `mockllm/model`.
 """
@@ -34,14 +37,28 @@ class JudgeVerdict:
     """The judge's verdict on one fact.
 
     Args:
-        kept: the fact survived (after the quote check).
+        kept: the judge's verdict, as it gave it (nothing overrules it).
         quote: the words of the summary the judge cites.
-        reason: the judge's one-line reason (or why the verdict was overruled).
+        reason: the judge's one-line reason (or why there is no verdict).
+        quote_found: the quote occurs in the summary (False for a kept verdict without one).
+        contradiction: the quote contradicts the fact (`contradicts`).
+        answered: the judge gave a readable verdict for this fact; False when it skipped the
+            fact or its whole answer was unreadable (then `kept` is False).
     """
 
     kept: bool
     quote: str
     reason: str
+    quote_found: bool = True
+    contradiction: bool = False
+    answered: bool = True
+
+    @property
+    def checked_kept(self) -> bool:
+        """The verdict with the quote and contradiction checks applied as overrides (the
+        judge@2 scorer's old verdict): kept only on a quote found in the summary that does
+        not contradict the fact. Measured beside the judge's own verdict, never used as it."""
+        return self.kept and self.quote_found and not self.contradiction
 
 
 class JudgeOutputError(ValueError):
@@ -92,7 +109,7 @@ async def judge_facts(model: Model, summary: str, facts: list[Fact]) -> dict[str
     Args:
         model: an inspect model (`get_model("anthropic/...")`, or `mockllm/model` in tests).
         summary: the compacted text.
-        facts: the facts to judge (usually the meaning categories of the expected facts).
+        facts: the facts to judge (every expected fact of the sample, in the judge tier).
 
     Returns a verdict for every fact id: a fact the judge skipped is not kept. Raises
     JudgeOutputError when the answer cannot be read as a list of verdicts.
@@ -120,16 +137,26 @@ def verdicts_from_text(text: str, summary: str, facts: Sequence[Fact]) -> dict[s
         kept = _as_bool(item.get("kept"))
         quote = _clean_quote(item.get("quote"))
         reason = str(item.get("reason") or "").strip()
-        if kept and not quote:
-            kept, reason = False, f"no quote given (judge said kept: {reason})"
-        elif kept and normalize(quote) not in folded_summary:
-            kept, reason = False, f"quote not found in the summary (judge said kept: {reason})"
-        elif kept and contradicts(by_id[fid], quote):
-            kept, reason = False, f"quote contradicts the fact (judge said kept: {reason})"
-        out[fid] = JudgeVerdict(kept=kept, quote=quote, reason=reason)
+        # recorded, not applied (module doc): a lost verdict needs no evidence
+        found = bool(quote) and normalize(quote) in folded_summary if kept else True
+        contradiction = kept and bool(quote) and contradicts(by_id[fid], quote)
+        out[fid] = JudgeVerdict(kept=kept, quote=quote, reason=reason, quote_found=found, contradiction=contradiction)
     for fid in wanted - out.keys():
-        out[fid] = JudgeVerdict(kept=False, quote="", reason="the judge gave no verdict for this fact")
+        out[fid] = unanswered("the judge gave no verdict for this fact")
     return out
+
+
+def unanswered(reason: str) -> JudgeVerdict:
+    """The verdict on a fact the judge did not answer (skipped, or an unreadable answer):
+    not kept, and marked so it is counted rather than taken for a judgment."""
+    return JudgeVerdict(kept=False, quote="", reason=reason, quote_found=False, answered=False)
+
+
+def unreadable(facts: Sequence[Fact], error: Exception) -> dict[str, JudgeVerdict]:
+    """Verdicts for every fact of a sample whose judge answer could not be read: none kept,
+    each marked (a run goes on; the sample says why)."""
+    note = f"unreadable judge answer: {str(error)[:160]}"
+    return {f.id: unanswered(note) for f in facts}
 
 
 def contradicts(fact: Fact, quote: str) -> bool:
@@ -203,4 +230,5 @@ def _clean_quote(value: Any) -> str:
     return quote.strip()
 
 
-__all__ = ["RUBRIC_VERSION", "JudgeOutputError", "JudgeVerdict", "build_prompt", "contradicts", "judge_facts", "parse_judge_output", "verdicts_from_text"]
+__all__ = ["RUBRIC_VERSION", "JudgeOutputError", "JudgeVerdict", "build_prompt", "contradicts", "judge_facts", "parse_judge_output",
+           "unanswered", "unreadable", "verdicts_from_text"]
