@@ -13,6 +13,7 @@ import importlib
 import os
 import sys
 
+from compaction_eval.cli.argv import subcommand_safe
 from compaction_eval.cli.common import error, keep_inspect_local
 from compaction_eval.cli.errors import error_message
 from compaction_eval.cli.version import add_version_flag
@@ -45,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(subcommand_safe(parser, sys.argv[1:] if argv is None else argv))
     keep_inspect_local()
     try:
         return args.func(args)

@@ -93,8 +93,9 @@ def _header(mode: str, config: ReplayRunConfig, corpus: Any) -> dict[str, Any]:
         **({"reader": config.reader_model} if mode == "probes" else {}),
         "offline_stand_in": offline,
         "stand_in_note": STAND_IN_NOTE if any(is_stand_in(m) for m in models) else None,
-        "traces": sorted(corpus.labels),
-        "synthetic_traces": sorted(t for t, lab in corpus.labels.items() if lab.labelled_by == "generator"),
+        # the traces this mode used (--max-traces, the run's small configuration), not the corpus
+        "traces": _trace_ids(config, corpus),
+        "synthetic_traces": [t for t in _trace_ids(config, corpus) if corpus.labels[t].labelled_by == "generator"],
     }
 
 
@@ -291,15 +292,20 @@ def _check(config: ReplayRunConfig, modes: tuple[str, ...]) -> tuple[Any, list[A
     candidates = load_candidates(config.prompts)
     problems = []
     where = ", ".join(config.prompts)
-    for option, names in (("--decay-prompts", config.decay_prompts), ("--probe-prompts", config.probe_prompts)):
+    known = ", ".join(sorted(c.name for c in candidates))
+    # the flags the user typed: `--only-prompts` (decay, probes), `--prompt` (replay's `full`)
+    for names in (config.decay_prompts, config.probe_prompts):
         for n in names or []:
             if n not in {c.name for c in candidates}:
-                problems.append(Problem(where, option, f"no prompt named {n!r}"))
+                problems.append(Problem("--only-prompts", "", f"no prompt named {n!r} in --prompts {where} (prompts: {known})"))
     if "replay" in modes:
         problems += [Problem("--policies", p, "unknown context policy") for p in config.policies if not known_config(p)]
         problems += [Problem("--windows", str(w), "a window must be at least 2,000 tokens") for w in config.windows if w < 2000]
-        if "full" in config.policies and config.policy_prompt not in {c.name for c in load_candidates([_prompts_dir(config)])}:
-            problems.append(Problem(_prompts_dir(config), "--policy-prompt", f"no prompt named {config.policy_prompt!r}"))
+        in_dir = {c.name for c in load_candidates([_prompts_dir(config)])}
+        if "full" in config.policies and config.policy_prompt not in in_dir:
+            problems.append(Problem("--prompt", "",
+                                    f"no prompt named {config.policy_prompt!r} in --prompts {_prompts_dir(config)} "
+                                    f"(prompts: {', '.join(sorted(in_dir))}): choose the `full` policy's prompt with --prompt NAME"))
     if config.k < 1:
         problems.append(Problem("--k", str(config.k), "at least one compaction"))
     if problems:
