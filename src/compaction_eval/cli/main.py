@@ -30,6 +30,7 @@ COMMANDS = (
     "compaction_eval.cli.suggest",
     "compaction_eval.cli.validation",  # validate-matchers
     "compaction_eval.cli.review",
+    "compaction_eval.cli.prompts",  # prompts list|show|copy, init, docs
 )
 
 
@@ -37,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="compaction-eval",
         description="What context compaction loses, measured. Exit codes: 0 ok, 1 problems found, regression or failed run, 2 unusable input.",
+        epilog=("Your own prompt: `compaction-eval docs prompts` (the format, with a worked example; the file: "
+                "`docs prompts --path`), `prompts list | show NAME | copy NAME DIR`, `init DIR`, `lint mine.j2`. "
+                "Your own labels: `compaction-eval docs labels`. JSON Schemas: `compaction-eval schema trace|labels|results`."),
     )
     add_version_flag(parser)
     sub = parser.add_subparsers(dest="command", required=True)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from compaction_eval.contracts.paths import DEFAULTS, resolve_inputs
 from compaction_eval.contracts.problems import ContractError, Problem
-from compaction_eval.contracts.prompts import load_candidates
+from compaction_eval.contracts.prompts import load_candidates, require_span
 from compaction_eval.contracts.runfiles import (
     PID_FILE,
     RESULTS_FILE,
@@ -303,6 +303,7 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
     if empty:
         raise ContractError(empty)
     candidates = load_candidates(config.prompts)
+    require_span(candidates, settings.shape)  # else every sample scores 0% and the run "succeeds"
     from inspect_ai import eval as inspect_eval  # slow import: only when something runs
     from inspect_ai.model import get_model
 

@@ -279,7 +279,7 @@ def _prompts_dir(config: ReplayRunConfig) -> str:
 def _check(config: ReplayRunConfig, modes: tuple[str, ...]) -> tuple[Any, list[Any]]:
     """Load and check every input before anything runs (ContractError naming file and place)."""
     from compaction_eval.contracts.problems import ContractError, Problem
-    from compaction_eval.contracts.prompts import load_candidates
+    from compaction_eval.contracts.prompts import load_candidates, require_span
     from compaction_eval.corpus.load import load_corpus
     from compaction_eval.horizon.policies.registry import known_config
 
@@ -290,6 +290,8 @@ def _check(config: ReplayRunConfig, modes: tuple[str, ...]) -> tuple[Any, list[A
         config.settings_for(mode).require_inline(mode)
     corpus = load_corpus(config.traces, config.labels)
     candidates = load_candidates(config.prompts)
+    if "decay" in modes:  # inline (checked above): each compaction must put the history in
+        require_span(_chosen(candidates, config.decay_prompts), "inline")
     problems = []
     where = ", ".join(config.prompts)
     known = ", ".join(sorted(c.name for c in candidates))
