@@ -400,7 +400,13 @@ def run_small(run_dir: Path, *, traces: list[str], labels: list[str], prompts: l
               prompt: str = "handoff") -> dict[str, dict[str, Any]]:
     """The small replay + decay configuration of `compaction-eval run`: the first two
     labelled traces, baseline/eviction/full at one 12k window, and a chain of 5 compactions
-    with one prompt; written into the existing run directory `run_dir`."""
+    with one prompt (`prompt` when the run has it, else the run's first prompt: a run of
+    your own prompts alone has no `handoff`); written into the existing run directory `run_dir`."""
+    from compaction_eval.contracts.paths import resolve_inputs
+    from compaction_eval.contracts.prompts import load_candidates
+
+    names = [c.name for c in load_candidates(resolve_inputs(prompts, "prompts"))]
+    prompt = prompt if prompt in names else names[0]
     config = ReplayRunConfig(traces=list(traces), labels=list(labels), prompts=list(prompts), model=model,
                              policy_prompt=prompt, decay_prompts=[prompt], **SMALL)
     return run_modes(config, Path(run_dir), ("replay", "decay"), existing=True)
