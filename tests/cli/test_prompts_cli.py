@@ -148,3 +148,10 @@ def test_the_prompt_docs_ship_and_their_worked_example_lints(empty_dir, capsys):
     assert "compaction-eval docs prompts" in build_parser().format_help()
     code, out, _ = run(capsys, "docs", "prompts")
     assert code == 0 and out == doc
+
+
+def test_the_readme_points_to_shipped_docs_not_a_design_file():
+    readme = (ROOT / "README.md").read_text()
+    assert "DESIGN.md" not in readme  # neither a clone nor the wheel holds it
+    for command in ("compaction-eval docs prompts", "compaction-eval docs labels", "compaction-eval schema trace|labels|results"):
+        assert command in readme

@@ -31,6 +31,7 @@ COMMANDS = (
     "compaction_eval.cli.validation",  # validate-matchers
     "compaction_eval.cli.review",
     "compaction_eval.cli.prompts",  # prompts list|show|copy, init, docs
+    "compaction_eval.cli.schema",
 )
 
 
