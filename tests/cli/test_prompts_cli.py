@@ -80,6 +80,10 @@ def test_recall_refuses_a_prompt_that_never_renders_the_conversation(empty_dir, 
     assert lines[0].startswith(f"compaction-eval: error: {bad}: prompt 'myagent' never renders the conversation in the inline shape")
     assert '{% include "_span.j2" %}' in lines[0]
     assert not (empty_dir / "results" / "r").exists()
+    # `run` too, before anything runs
+    code, out, err = run(capsys, "run", "--traces", str(TRACE), "--labels", str(LABELS), "--prompts", str(bad),
+                         "--out", "results", "--run", "r2", "--quiet")
+    assert code == 2 and "never renders the conversation" in err and not (empty_dir / "results" / "r2").exists()
 
 
 def test_lint_a_good_prompt(empty_dir, capsys):
