@@ -96,6 +96,10 @@ def test_built_wheel_runs_from_an_empty_directory(tmp_path):
     assert "compaction_eval/data/labels/gold/controls.yaml" in shipped
     assert "compaction_eval/data/labels/gold/blind-rounds.json" in shipped  # the headline without a test part
     assert not any("synth-large" in n for n in shipped)  # the default corpus only
+    # what a user writes against (issue 23): the docs, the schemas, init's files
+    assert {"compaction_eval/docs/prompts.md", "compaction_eval/docs/schemas/trace.schema.json",
+            "compaction_eval/docs/schemas/labels.schema.json", "compaction_eval/docs/schemas/results.schema.json",
+            "compaction_eval/scaffold/workflow.yml", "compaction_eval/recall/matching/stop_words.py"} <= set(shipped)
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
@@ -121,6 +125,15 @@ def test_built_wheel_runs_from_an_empty_directory(tmp_path):
 
     version = run(str(py), "-m", "compaction_eval.cli.version")
     assert version.returncode == 0 and version.stdout.startswith("compaction-eval 0.1"), version.stderr
+
+    # a copied packaged prompt lints and renders without its partial beside it
+    cli = str(venv / "bin" / "compaction-eval")
+    copied = run(cli, "prompts", "copy", "handoff", "mine", "--name", "mine")
+    assert copied.returncode == 0, copied.stderr
+    linted = run(cli, "lint", "mine/mine.j2")
+    assert linted.returncode == 0 and "trial render on the real trace" in linted.stderr, linted.stdout + linted.stderr
+    assert run(cli, "docs", "prompts").stdout.startswith("# Writing a compaction prompt")
+    shutil.rmtree(empty / "mine")  # the empty directory stays empty (not a project)
 
     done = run(str(venv / "bin" / "compaction-eval"), "run", "--skip-horizon", "--run", "r1", "--display", "none")
     assert done.returncode == 0, done.stderr

@@ -12,18 +12,28 @@ from compaction_eval.contracts.problems import ContractError
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
+    from compaction_eval.cli.prompts import lint_prompt_files
     from compaction_eval.corpus.lint import draft_warnings, lint
 
-    paths = [Path(p) for p in (args.paths or [*DEFAULT_TRACES, *DEFAULT_LABELS])]
-    traces, labels, problems, skipped = lint(paths, [Path(d) for d in args.traces])
-    for p in problems:
+    given = [Path(p) for p in args.paths]
+    # prompt templates (.j2, and those in a given folder) get the prompt lint (cli/prompts.py)
+    n_prompts, problems = lint_prompt_files(given, shape=args.shape)
+    paths = [p for p in given if p.suffix != ".j2"] if given else [Path(p) for p in (*DEFAULT_TRACES, *DEFAULT_LABELS)]
+    if not paths:
+        status = f"{len(problems)} problem(s)" if problems else "ok"
+        print(f"lint: {n_prompts} prompt(s): {status}", file=sys.stderr)
+        return 1 if problems else 0
+    traces, labels, found, skipped = lint(paths, [Path(d) for d in args.traces])
+    problems += found
+    for p in found:
         print(p)
     for path in skipped:
         print(f"note: skipped {path}: JSON that is not a trace", file=sys.stderr)
     for warning in draft_warnings(paths):
         print(warning, file=sys.stderr)
     status = f"{len(problems)} problem(s)" if problems else "ok"
-    print(f"lint: {traces} trace file(s), {labels} labels file(s): {status}", file=sys.stderr)
+    prompts = f"{n_prompts} prompt(s), " if n_prompts else ""
+    print(f"lint: {prompts}{traces} trace file(s), {labels} labels file(s): {status}", file=sys.stderr)
     return 1 if problems else 0
 
 
@@ -76,9 +86,11 @@ def cmd_corpus_export(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("lint", help="check traces and labels; every problem with file and place")
+    p = sub.add_parser("lint", help="check traces, labels and prompt templates (.j2); every problem with file and place")
     p.add_argument("paths", nargs="*", help=f"files or directories (default: {' '.join(DEFAULT_TRACES + DEFAULT_LABELS)})")
     p.add_argument("--traces", nargs="*", default=DEFAULT_TRACES, help="where the traces of linted labels live")
+    p.add_argument("--shape", choices=["inline", "messages"], default="inline",
+                   help="prompts: the shape they will run in (inline: the prompt must render the conversation)")
     p.set_defaults(func=cmd_lint)
 
     p = sub.add_parser("import", help="convert traces from other formats into trace@1 files")

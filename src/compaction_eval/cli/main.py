@@ -13,6 +13,7 @@ import importlib
 import os
 import sys
 
+from compaction_eval.cli.argv import subcommand_safe
 from compaction_eval.cli.common import error, keep_inspect_local
 from compaction_eval.cli.errors import error_message
 from compaction_eval.cli.version import add_version_flag
@@ -30,6 +31,8 @@ COMMANDS = (
     "compaction_eval.cli.validation",  # validate-matchers
     "compaction_eval.cli.review",
     "compaction_eval.cli.history",
+    "compaction_eval.cli.prompts",  # prompts list|show|copy, init, docs
+    "compaction_eval.cli.schema",
 )
 
 
@@ -37,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="compaction-eval",
         description="What context compaction loses, measured. Exit codes: 0 ok, 1 problems found, regression or failed run, 2 unusable input.",
+        epilog=("Your own prompt: `compaction-eval docs prompts` (the format, with a worked example; the file: "
+                "`docs prompts --path`), `prompts list | show NAME | copy NAME DIR`, `init DIR`, `lint mine.j2`. "
+                "Your own labels: `compaction-eval docs labels`. JSON Schemas: `compaction-eval schema trace|labels|results`."),
     )
     add_version_flag(parser)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -49,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(subcommand_safe(parser, sys.argv[1:] if argv is None else argv))
     keep_inspect_local()
     try:
         code = args.func(args)

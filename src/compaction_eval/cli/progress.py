@@ -52,11 +52,18 @@ class RunProgress:
     # -- counting
     def expect(self, n: int, task: str | None = None) -> None:
         """Add `n` samples to the total; with `task`, that task's own announcement (at its
-        start) is not counted again (a suite whose size is known before it starts)."""
+        start) is not counted again (a suite whose size is known before it starts), nor a
+        second `expect` of the same task (a suite told its size by its command and by itself).
+
+        Plain lines are not printed here: a command adds up the sizes of its suites first, and
+        the first line shows the whole total (a drawn bar is only updated)."""
+        if task and task in self._announced:
+            return
         self.total += max(0, int(n))
         if task:
             self._announced.add(task)
-        self._draw()
+        if self._rich is not None:
+            self._draw()
 
     def task_started(self, task: str, samples: int) -> None:
         # a task's name may carry its variant (long_horizon_eviction, long-horizon-eviction)
@@ -80,7 +87,7 @@ class RunProgress:
         return elapsed / self.done * (self.total - self.done)
 
     def line(self) -> str:
-        pct = 100 * self.done / self.total if self.total else 0.0
+        pct = math.floor(100 * self.done / self.total) if self.total else 0  # never "100%" before the end
         eta = self.eta_seconds()
         eta_text = "?" if eta is None else _clock(eta)
         phase = f" [{self.phase}]" if self.phase else ""
@@ -163,6 +170,23 @@ def _register_hook() -> None:
                 _ACTIVE.advance()
 
     _HOOK_REGISTERED = True
+    _quiet_hook_banner()
+
+
+def _quiet_hook_banner() -> None:
+    """Load inspect's hooks now, with its stdout discarded: inspect announces enabled hooks
+    once per process ("inspect_ai v0.3.285 - hooks enabled: 1 ...") on stdout, which a
+    command's progress sends to stderr, where it reads like a warning. Our own hook is the
+    reason it would print. (An inspect internal: when it moves, the banner shows again and
+    nothing else changes.)"""
+    import io
+
+    try:
+        from inspect_ai.hooks._startup import init_hooks
+    except ImportError:  # pragma: no cover - a later inspect
+        return
+    with contextlib.redirect_stdout(io.StringIO()):
+        init_hooks()
 
 
 # ------------------------------------------------------------------ command-line options

@@ -66,11 +66,17 @@ def run_recall_suite(args: argparse.Namespace, out: Path, bar=None) -> dict:
     if not args.quiet:
         print(f"fact recall: model {config.model} -> {out}", file=sys.stderr)
     with (contextlib.nullcontext(bar) if bar is not None else progress(args)) as bar:
-        bar.set_phase("fact recall")
-        results = run_recall(config, out)
+
+        def planned(samples: int) -> None:  # the suite's size, known once its inputs are checked
+            bar.expect(samples, task="fact_recall")
+            bar.set_phase("fact recall")
+
+        results = run_recall(config, out, on_plan=planned)
     for path in results["corpus"]["skipped_files"]:
         print(f"note: skipped {path}: JSON that is not a trace", file=sys.stderr)
-    if results["corpus"]["unlabelled_traces"]:
+    # the default corpus leaves most real traces unlabelled on purpose (labels/real#2): say it
+    # only of a corpus the user chose
+    if results["corpus"]["unlabelled_traces"] and (args.traces or args.labels):
         print(f"note: {results['corpus']['unlabelled_traces']} trace(s) have no labels and were not evaluated", file=sys.stderr)
     return results
 
@@ -156,10 +162,11 @@ def _small_replay(args: argparse.Namespace) -> dict:
     """The small replay + decay configuration of the main job (see replay.run.run_small)."""
     from compaction_eval.replay.run import run_small
 
-    if not args.quiet:
-        print("replay and decay: a small configuration (2 traces, 3 policies, 5 compactions)", file=sys.stderr)
-    return run_small(run_dir(args), traces=args.traces or DEFAULT_TRACES, labels=args.labels or DEFAULT_LABELS,
-                     prompts=args.prompts or DEFAULT_PROMPTS, model=args.model)
+    small = run_small(run_dir(args), traces=args.traces or DEFAULT_TRACES, labels=args.labels or DEFAULT_LABELS,
+                      prompts=args.prompts or DEFAULT_PROMPTS, model=args.model)
+    if not args.quiet:  # the traces it used, not the configuration's upper bound
+        print(f"replay and decay: a small configuration ({len(small['replay']['traces'])} trace(s), 3 policies, 5 compactions)", file=sys.stderr)
+    return small
 
 
 def cmd_score(args: argparse.Namespace) -> int:

@@ -11,7 +11,9 @@ A template starts with a jinja comment holding its metadata::
 and receives `span` (the conversation text, or None when the conversation is sent as
 messages with the instruction last), `budget` (tokens), `focus` (an optional extra
 instruction) and `fields` (the enabled schema fields; all by default, fewer when tuning).
-Files whose name starts with `_` are partials, not candidates.
+Files whose name starts with `_` are partials, not candidates. An include that is not beside
+the prompt (`_span.j2` in a folder holding only a copied prompt) is read from the packaged
+prompts. The format, for users: docs/prompts.md (`compaction-eval prompts docs`).
 """
 
 from __future__ import annotations
@@ -57,7 +59,18 @@ def category_of_field(field: str) -> str | None:
     return next((c for c in CATEGORY_FIELDS if field_for_category(c, (field,)) == field), None)
 
 
-_HEADER = re.compile(r"^\{#-?\s*\n(.*?)\n\s*-?#\}", re.S)
+# The metadata header: a jinja comment opening the file, over several lines or on one
+# (`{#- name: mine -#}`, the form the missing-header error shows). Group 1 is its YAML.
+HEADER_BLOCK = re.compile(r"^\{#-?[ \t]*\n?(.*?)\n?\s*-?#\}", re.S)
+_HEADER = HEADER_BLOCK
+
+
+def with_name(text: str, name: str) -> str:
+    """Template `text` with its header's `name:` set to `name` (the header must exist)."""
+    match = HEADER_BLOCK.match(text)
+    assert match is not None, "a template read through HEADER_BLOCK"
+    header = re.sub(r"(?m)^(\s*)name:.*$", lambda m: f"{m.group(1)}name: {name}", match.group(1), count=1)
+    return text[: match.start(1)] + header + text[match.end(1):]
 
 
 @dataclass(frozen=True)
@@ -119,6 +132,23 @@ class _NotText(Exception):
         self.template, self.byte = template, byte
 
 
+def packaged_prompts() -> Path:
+    """The prompts shipped in the package (the repository's prompts/ in a checkout)."""
+    from compaction_eval.contracts.paths import package_data
+
+    return package_data() / "prompts"
+
+
+def _loader(directory: Path) -> jinja2.BaseLoader:
+    """The prompt's own folder first, then the packaged prompts: a copied prompt's
+    `{% include "_span.j2" %}` works without copying the partial. Both refuse paths outside
+    their folder."""
+    packaged = packaged_prompts()
+    if not packaged.is_dir() or packaged.resolve() == directory.resolve():
+        return _FolderLoader(directory)
+    return jinja2.ChoiceLoader([_FolderLoader(directory), _FolderLoader(packaged)])
+
+
 @lru_cache(maxsize=32)
 def _environment(directory: Path) -> jinja2.Environment:
     # One environment per prompts folder, so a template compiles once per process; jinja's
@@ -128,7 +158,7 @@ def _environment(directory: Path) -> jinja2.Environment:
     # Prompts are plain text sent to a model, not HTML: no autoescaping here. StrictUndefined
     # turns a typo in a template variable into an error instead of an empty string.
     return ImmutableSandboxedEnvironment(
-        loader=_FolderLoader(directory),
+        loader=_loader(directory),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
@@ -168,8 +198,14 @@ def _render(path: Path, **context: object) -> str:
         raise ContractError([Problem(where, _template_line(exc, path), f"template error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")]) from None
 
 
-def load_candidate(path: Path | str) -> Candidate:
-    """Read one template's header and check that the template renders (in the sandbox)."""
+# The header's keys, and the names it may use (docs/prompts.md; `lint` checks them).
+HEADER_KEYS = ("name", "description", "fields")
+PROMPT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+FIELD_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+
+
+def read_header(path: Path | str) -> dict:
+    """The metadata header of one template as a mapping (ContractError naming the file)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -187,6 +223,13 @@ def load_candidate(path: Path | str) -> Candidate:
     meta = load_yaml_text(match.group(1), f"{path} header") or {}
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
         raise ContractError([Problem(str(path), "header", "header needs 'name'")])
+    return meta
+
+
+def load_candidate(path: Path | str) -> Candidate:
+    """Read one template's header and check that the template renders (in the sandbox)."""
+    path = Path(path)
+    meta = read_header(path)
     fields = meta.get("fields") or []
     if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
         raise ContractError([Problem(str(path), "header.fields", "must be a list of field names")])
@@ -195,6 +238,30 @@ def load_candidate(path: Path | str) -> Candidate:
     for span in ("(conversation)", None):
         _render(path, span=span, budget=800, focus="(focus)", fields=set(fields))
     return Candidate(meta["name"], str(meta.get("description", "")), tuple(fields), path)
+
+
+# A string no trace contains: rendered as the span, it shows whether a prompt puts the history in.
+_SPAN_PROBE = "\u2063compaction-eval span probe\u2063"
+
+
+def renders_span(candidate: Candidate) -> bool:
+    """Whether `candidate` puts the conversation into its prompt in the inline shape (includes
+    `_span.j2` or renders `span`). A prompt that does not asks the model to summarise nothing:
+    every fact is lost and recall reads 0%."""
+    return _SPAN_PROBE in _render(candidate.path, span=_SPAN_PROBE, budget=800, focus=None, fields=set(candidate.active_fields))
+
+
+def require_span(candidates: Sequence[Candidate], shape: str) -> None:
+    """Refuse (ContractError naming each file) prompts that never render the conversation when
+    it is sent inline (`shape` "inline"); in the messages shape the conversation is sent as
+    messages whatever the template says."""
+    if shape != "inline":
+        return
+    bad = [c for c in candidates if not renders_span(c)]
+    if bad:
+        raise ContractError([Problem(str(c.path), "", f"prompt {c.name!r} never renders the conversation in the inline shape: "
+                                     "add {% include \"_span.j2\" %} where it goes (or render {{ span }}), or run with --shape messages")
+                             for c in bad])
 
 
 def load_candidates(paths: Sequence[Path | str]) -> list[Candidate]:

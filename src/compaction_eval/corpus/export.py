@@ -14,7 +14,7 @@ from typing import Any
 from compaction_eval.contracts.labels import CATEGORIES, Labels
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.traces import Trace, source_of
-from compaction_eval.corpus.hf import SPLIT
+from compaction_eval.corpus.hf import SPLIT, require_datasets
 from compaction_eval.corpus.stats import by_source, corpus_table
 
 
@@ -48,10 +48,8 @@ def export_hf(corpus: Any, out: Path, *, name: str = "compaction-eval corpus") -
     no partial folder; an existing `out` is replaced only when it is an export (it holds a
     dataset_dict.json), never an unrelated folder.
     """
-    import datasets
-
-
     out = Path(out)
+    datasets = require_datasets(str(out))
     if out.exists() and not (out / "dataset_dict.json").exists():
         raise ContractError([Problem(str(out), "", "exists and is not a dataset export: choose another folder or remove it")])
     rows = [_row(t, corpus.labels.get(tid), source_of(t)) for tid, t in sorted(corpus.traces.items())]

@@ -53,10 +53,21 @@ def _where(spec: str, tid: str, kind: str) -> Path:
     return Path(f"{spec}#{tid}.{kind}")
 
 
+def require_datasets(where: str) -> Any:
+    """The `datasets` module, or a ContractError naming `where` and how to install it:
+    `datasets` (with pyarrow and pandas, about 250 MB) is the optional `[hf]` extra, needed only
+    by `corpus export` and `hf:` inputs."""
+    try:
+        import datasets
+    except ImportError:
+        raise ContractError([Problem(where, "", "needs the optional package `datasets`: pip install 'compaction-eval[hf]'")]) from None
+    return datasets
+
+
 def load_rows(spec: str) -> list[dict[str, Any]]:
     """The rows of the dataset `hf:SPEC`, or a ContractError naming it."""
     target = hf_target(spec)
-    import datasets
+    datasets = require_datasets(spec)
 
     try:
         ds = datasets.load_dataset(target, split=SPLIT)

@@ -18,7 +18,7 @@ from compaction_eval.contracts.traces import (
     trace_from_json,
     validate_trace,
 )
-from compaction_eval.corpus.hf import is_hf
+from compaction_eval.corpus.hf import is_hf, require_datasets
 from compaction_eval.corpus.hf import read_labels as read_hf_labels
 from compaction_eval.corpus.hf import read_traces as read_hf_traces
 
@@ -153,9 +153,8 @@ class Corpus:
         ]
 
     def to_dataset(self) -> "datasets.Dataset":
-        """`rows()` as a Hugging Face dataset (imports `datasets`, about a CPU-second)."""
-        import datasets
-
+        """`rows()` as a Hugging Face dataset (imports `datasets`, about a CPU-second; the `[hf]` extra)."""
+        datasets = require_datasets("Corpus.to_dataset")
         return datasets.Dataset.from_list(self.rows())
 
 

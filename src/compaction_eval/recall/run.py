@@ -11,13 +11,14 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compaction_eval.contracts.paths import DEFAULTS, resolve_inputs
 from compaction_eval.contracts.problems import ContractError, Problem
-from compaction_eval.contracts.prompts import load_candidates
+from compaction_eval.contracts.prompts import load_candidates, require_span
 from compaction_eval.contracts.runfiles import (
     PID_FILE,
     RESULTS_FILE,
@@ -279,8 +280,11 @@ def _hf_files(corpus: Any, stage: Path) -> tuple[list[str], list[str]]:
     return [str(base / "traces")], [str(base / "labels")]
 
 
-def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
+def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Evaluate every prompt on every sample; write `out_dir/results.json` and the logs.
+
+    `on_plan` is told the number of samples inspect will run (samples x prompts x epochs)
+    once the inputs are checked and before any runs, so a progress bar starts at its real total.
 
     Inputs are checked before anything runs; `out_dir` appears only when the run succeeded.
     A rerun of a killed run (same `out_dir`) clears the killed attempt's staging directory
@@ -303,6 +307,9 @@ def run_recall(config: RecallConfig, out_dir: Path) -> dict[str, Any]:
     if empty:
         raise ContractError(empty)
     candidates = load_candidates(config.prompts)
+    require_span(candidates, settings.shape)  # else every sample scores 0% and the run "succeeds"
+    if on_plan is not None:
+        on_plan(sum(1 for _ in corpus.samples()) * len(candidates) * config.epochs)
     from inspect_ai import eval as inspect_eval  # slow import: only when something runs
     from inspect_ai.model import get_model
 

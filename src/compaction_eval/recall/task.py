@@ -5,7 +5,7 @@ from __future__ import annotations
 from inspect_ai import Task, task
 
 from compaction_eval.contracts.paths import resolve_inputs
-from compaction_eval.contracts.prompts import load_candidates
+from compaction_eval.contracts.prompts import load_candidates, require_span
 from compaction_eval.contracts.settings import DEFAULT_BUDGET, DEFAULT_KEEP_LAST, DEFAULT_SHAPE, CompactionSettings, Shape
 from compaction_eval.recall.dataset import recall_samples
 from compaction_eval.recall.scorer import fact_recall as fact_recall_scorer
@@ -47,6 +47,7 @@ def fact_recall(
 
     settings = CompactionSettings(budget=budget, keep_last=keep_last, shape=shape, focus=focus)
     candidates = load_candidates(as_list(prompts, "prompts"))
+    require_span(candidates, settings.shape)
     return Task(
         dataset=recall_samples(as_list(traces, "traces"), as_list(labels, "labels"), candidates),
         solver=compact_history(**settings.to_json(), cache=cache),

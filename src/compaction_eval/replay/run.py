@@ -95,8 +95,9 @@ def _header(mode: str, config: ReplayRunConfig, corpus: Any) -> dict[str, Any]:
         # replay, decay and probes score with the offline matcher only (they take no judge)
         "tier": "matcher",
         "stand_in_note": STAND_IN_NOTE if any(is_stand_in(m) for m in models) else None,
-        "traces": sorted(corpus.labels),
-        "synthetic_traces": sorted(t for t, lab in corpus.labels.items() if lab.labelled_by == "generator"),
+        # the traces this mode used (--max-traces, the run's small configuration), not the corpus
+        "traces": _trace_ids(config, corpus),
+        "synthetic_traces": [t for t in _trace_ids(config, corpus) if corpus.labels[t].labelled_by == "generator"],
     }
 
 
@@ -280,7 +281,7 @@ def _prompts_dir(config: ReplayRunConfig) -> str:
 def _check(config: ReplayRunConfig, modes: tuple[str, ...]) -> tuple[Any, list[Any]]:
     """Load and check every input before anything runs (ContractError naming file and place)."""
     from compaction_eval.contracts.problems import ContractError, Problem
-    from compaction_eval.contracts.prompts import load_candidates
+    from compaction_eval.contracts.prompts import load_candidates, require_span
     from compaction_eval.corpus.load import load_corpus
     from compaction_eval.horizon.policies.registry import known_config
 
@@ -291,17 +292,24 @@ def _check(config: ReplayRunConfig, modes: tuple[str, ...]) -> tuple[Any, list[A
         config.settings_for(mode).require_inline(mode)
     corpus = load_corpus(config.traces, config.labels)
     candidates = load_candidates(config.prompts)
+    if "decay" in modes:  # inline (checked above): each compaction must put the history in
+        require_span(_chosen(candidates, config.decay_prompts), "inline")
     problems = []
     where = ", ".join(config.prompts)
-    for option, names in (("--decay-prompts", config.decay_prompts), ("--probe-prompts", config.probe_prompts)):
+    known = ", ".join(sorted(c.name for c in candidates))
+    # the flags the user typed: `--only-prompts` (decay, probes), `--prompt` (replay's `full`)
+    for names in (config.decay_prompts, config.probe_prompts):
         for n in names or []:
             if n not in {c.name for c in candidates}:
-                problems.append(Problem(where, option, f"no prompt named {n!r}"))
+                problems.append(Problem("--only-prompts", "", f"no prompt named {n!r} in --prompts {where} (prompts: {known})"))
     if "replay" in modes:
         problems += [Problem("--policies", p, "unknown context policy") for p in config.policies if not known_config(p)]
         problems += [Problem("--windows", str(w), "a window must be at least 2,000 tokens") for w in config.windows if w < 2000]
-        if "full" in config.policies and config.policy_prompt not in {c.name for c in load_candidates([_prompts_dir(config)])}:
-            problems.append(Problem(_prompts_dir(config), "--policy-prompt", f"no prompt named {config.policy_prompt!r}"))
+        in_dir = {c.name for c in load_candidates([_prompts_dir(config)])}
+        if "full" in config.policies and config.policy_prompt not in in_dir:
+            problems.append(Problem("--prompt", "",
+                                    f"no prompt named {config.policy_prompt!r} in --prompts {_prompts_dir(config)} "
+                                    f"(prompts: {', '.join(sorted(in_dir))}): choose the `full` policy's prompt with --prompt NAME"))
     if config.k < 1:
         problems.append(Problem("--k", str(config.k), "at least one compaction"))
     if problems:
@@ -394,7 +402,13 @@ def run_small(run_dir: Path, *, traces: list[str], labels: list[str], prompts: l
               prompt: str = "handoff") -> dict[str, dict[str, Any]]:
     """The small replay + decay configuration of `compaction-eval run`: the first two
     labelled traces, baseline/eviction/full at one 12k window, and a chain of 5 compactions
-    with one prompt; written into the existing run directory `run_dir`."""
+    with one prompt (`prompt` when the run has it, else the run's first prompt: a run of
+    your own prompts alone has no `handoff`); written into the existing run directory `run_dir`."""
+    from compaction_eval.contracts.paths import resolve_inputs
+    from compaction_eval.contracts.prompts import load_candidates
+
+    names = [c.name for c in load_candidates(resolve_inputs(prompts, "prompts"))]
+    prompt = prompt if prompt in names else names[0]
     config = ReplayRunConfig(traces=list(traces), labels=list(labels), prompts=list(prompts), model=model,
                              policy_prompt=prompt, decay_prompts=[prompt], **SMALL)
     return run_modes(config, Path(run_dir), ("replay", "decay"), existing=True)

@@ -27,7 +27,7 @@ from typing import Any
 
 from compaction_eval.contracts.paths import TUNE_CORPUS
 from compaction_eval.contracts.problems import ContractError, Problem
-from compaction_eval.contracts.prompts import Candidate, load_candidate
+from compaction_eval.contracts.prompts import HEADER_BLOCK, Candidate, load_candidate
 from compaction_eval.contracts.settings import (
     DEFAULT_AGENT,
     DEFAULT_MODEL,
@@ -144,8 +144,8 @@ def write_variant(candidate: Candidate, fields: tuple[str, ...], directory: Path
     if reduced.render(**probe) != original.render(**probe):
         # keep every block: the header alone turns the removed fields off
         text = candidate.path.read_text(encoding="utf-8")
-        header = re.match(r"^\{#-?\s*\n(.*?)\n\s*-?#\}", text, re.S)
-        assert header is not None  # a Candidate was loaded through this header (contracts.prompts._HEADER)
+        header = HEADER_BLOCK.match(text)
+        assert header is not None  # a Candidate was loaded through this header
         head = re.sub(r"(?m)^name:.*$", f"name: {name}", header.group(1), count=1)
         head = re.sub(r"(?m)^fields:.*$", f"fields: [{', '.join(fields)}]", head, count=1)
         path.write_text(text[: header.start(1)] + head + text[header.end(1):], encoding="utf-8")

@@ -11,36 +11,25 @@ tokens, summary units (bullets, lines, sentences) and a bounded edit distance.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
-from pathlib import Path
 
 from compaction_eval.contracts.traces import fold
+from compaction_eval.recall.matching.stop_words import ENGLISH_STOP_WORDS
 
 
-@lru_cache(maxsize=1)
 def english_stop_words() -> frozenset[str]:
-    """scikit-learn's English stop words, read from its data module alone.
-
-    Importing scikit-learn costs about a second, which `compaction-eval score` on one
-    summary cannot afford; the list is a plain literal in `sklearn/feature_extraction/
-    _stop_words.py`, so that file is executed on its own.
+    """scikit-learn's English stop words, from the vendored copy (matching/stop_words.py):
+    importing scikit-learn costs about a second, which `compaction-eval score` on one summary
+    cannot afford, and its list lives in a private module that may move.
 
     >>> {"the", "and"} <= english_stop_words() and "error" not in english_stop_words()
     True
     """
-    sklearn = importlib.util.find_spec("sklearn")
-    if sklearn is None or sklearn.origin is None:  # pragma: no cover - a declared dependency
-        raise ImportError("scikit-learn is required (pip install scikit-learn)")
-    path = Path(sklearn.origin).parent / "feature_extraction" / "_stop_words.py"
-    spec = importlib.util.spec_from_file_location("_compaction_eval_stop_words", path)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return frozenset(module.ENGLISH_STOP_WORDS)
+    return ENGLISH_STOP_WORDS
 
 # ---------------------------------------------------------------------------- canonical text
 
