@@ -154,7 +154,7 @@ def tiers(results: dict[str, Any]) -> tuple[str, str]:
     else:
         answers = "api"
     config = results.get("config") or {}
-    verdicts = str(results.get("verdict_tier") or ("judge" if config.get("judge_model") else "matcher"))
+    verdicts = str(results.get("tier") or ("judge" if config.get("judge_model") else "matcher"))
     return answers, verdicts
 
 
