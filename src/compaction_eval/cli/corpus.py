@@ -16,6 +16,13 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
     paths = [Path(p) for p in (args.paths or [*DEFAULT_TRACES, *DEFAULT_LABELS])]
     traces, labels, problems, skipped = lint(paths, [Path(d) for d in args.traces])
+    if getattr(args, "format", "text") == "json":
+        from compaction_eval.cli.progress import emit_json
+
+        emit_json({"command": "lint", "ok": not problems, "traces": traces, "labels": labels,
+                   "problems": [{"file": p.file, "place": p.place, "message": p.message} for p in problems],
+                   "skipped": [str(p) for p in skipped], "warnings": list(draft_warnings(paths))})
+        return 1 if problems else 0
     for p in problems:
         print(p)
     for path in skipped:
@@ -79,6 +86,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("lint", help="check traces and labels; every problem with file and place")
     p.add_argument("paths", nargs="*", help=f"files or directories (default: {' '.join(DEFAULT_TRACES + DEFAULT_LABELS)})")
     p.add_argument("--traces", nargs="*", default=DEFAULT_TRACES, help="where the traces of linted labels live")
+    from compaction_eval.cli.progress import add_format_arg
+
+    add_format_arg(p)
     p.set_defaults(func=cmd_lint)
 
     p = sub.add_parser("import", help="convert traces from other formats into trace@1 files")

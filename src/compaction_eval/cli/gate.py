@@ -77,7 +77,13 @@ def cmd_baseline_save(args: argparse.Namespace) -> int:
 def cmd_baseline_list(args: argparse.Namespace) -> int:
     from compaction_eval.gate.baselines import list_baselines
 
-    for path in list_baselines(args.root):
+    paths = list_baselines(args.root)
+    if args.format == "json":
+        from compaction_eval.cli.progress import emit_json
+
+        emit_json({"command": "baseline list", "baselines": [{"name": p.name, "path": str(p)} for p in paths]})
+        return 0
+    for path in paths:
         print(path)
     return 0
 
@@ -115,4 +121,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.set_defaults(func=cmd_baseline_save)
     q = baseline_sub.add_parser("list", help="list the baselines")
     q.add_argument("--root", default="results/baselines", help=argparse.SUPPRESS)
+    from compaction_eval.cli.progress import add_format_arg
+
+    add_format_arg(q)
     q.set_defaults(func=cmd_baseline_list)

@@ -467,13 +467,13 @@ def compare_runs(
         recall = paired_delta([float(np.mean(x.recall)) for x in b_cells], [float(np.mean(x.recall)) for x in c_cells])
         by_category: dict[str, Delta] = {}
         for cat in CATEGORIES:
-            pairs = [
+            values = [
                 (float(np.mean(bc.by_category[cat])), float(np.mean(cc.by_category[cat])))
                 for bc, cc in zip(b_cells, c_cells, strict=True)
                 if bc.by_category.get(cat) and cc.by_category.get(cat)
             ]
-            if pairs:
-                by_category[cat] = paired_delta([b for b, _ in pairs], [c for _, c in pairs])
+            if values:
+                by_category[cat] = paired_delta([b for b, _ in values], [c for _, c in values])
         lost, gained = _fact_changes(pkeys, prompt, base, cand, determinism)
         critical = [f for f in lost if f.critical]
         pc = PromptComparison(prompt, recall, by_category, lost, gained, critical, baseline_prompt=paired.get(prompt))
