@@ -226,6 +226,8 @@ def gate_runs(
         from compaction_eval.gate.baselines import GATE_LABELS, GATE_TRACES
 
         first, *rest = exc.problems
+        if first.place == "prompts":  # a naming problem, not a corpus change: its message says how to pair
+            raise GateInputError(exc.problems) from None
         hint = "; if the labels or traces changed on purpose, regenerate the baseline (`compaction-eval recall ...` then `compaction-eval baseline save RUN_DIR`)"
         if list(baseline.get("config", {}).get("traces") or []) == list(GATE_TRACES):
             hint = (f"; the baseline is on the gate's corpus: run the candidate with `compaction-eval recall --traces {' '.join(GATE_TRACES)} "
