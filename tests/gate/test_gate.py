@@ -107,6 +107,9 @@ def test_a_critical_fact_lost_fails_and_is_marked(tmp_path):
     assert result.reasons == ["terse: critical fact artifact-a (artifact) lost at trace-2@40",
                               "terse: critical fact artifact-a (artifact) lost at trace-3@60"]
     assert "**critical** <code>artifact-a</code>" in format_markdown(result)
+    # with the labels' text, the regression line says what was lost, not only its id
+    md = format_markdown(result, fact_text={("trace-2", "artifact-a"): "The path is src/app.py"})
+    assert "- terse: critical fact artifact-a \\(artifact\\) lost at trace-2@40: The path is src/app.py" in md
     xml = ET.fromstring(format_junit(result))
     failing = [tc for tc in xml.iter("testcase") if tc.find("failure") is not None]
     assert [(tc.get("classname"), tc.get("name")) for tc in failing] == [("compaction_eval.gate.terse", "artifact")]

@@ -514,6 +514,17 @@ def _md_code(text: Any) -> str:
     return f"<code>{html.escape(_CONTROL.sub(' ', str(text)))}</code>"
 
 
+_CRITICAL = re.compile(r"critical fact (\S+) \(\w+\) lost at (.+)@\d+$")
+
+
+def _critical_text(reason: str, fact_text: dict[tuple[str, str], str]) -> str:
+    """`: the fact's text` for a critical-fact regression line whose labels were found: a
+    reviewer reads what was lost, not only its id."""
+    m = _CRITICAL.search(reason)
+    text = fact_text.get((m.group(2), m.group(1))) if m else None
+    return f": {_md_escape(text)[:160]}" if text else ""
+
+
 def format_markdown(result: GateResult, *, fact_text: dict[tuple[str, str], str] | None = None) -> str:
     """Markdown for a pull-request comment or the job summary.
 
@@ -539,7 +550,7 @@ def format_markdown(result: GateResult, *, fact_text: dict[tuple[str, str], str]
         out.append(f"- {len(result.unstable)} fact(s) unstable in the baseline (kept in only some epochs) "
                    "cannot fail the gate on their own")
     if result.reasons:
-        out += ["", "### Regressions", ""] + [f"- {_md_escape(r)}" for r in result.reasons]
+        out += ["", "### Regressions", ""] + [f"- {_md_escape(r)}{_critical_text(r, fact_text)}" for r in result.reasons]
     if result.warnings:
         out += ["", "### Warnings", ""] + [f"- {_md_escape(w)}" for w in result.warnings]
 
