@@ -8,18 +8,23 @@ from pathlib import Path
 
 from inspect_ai import task
 
-from compaction_eval.contracts.paths import from_invocation_dir
+from compaction_eval.contracts.paths import DEFAULTS, from_invocation_dir
 from compaction_eval.contracts.settings import DEFAULT_BUDGET, DEFAULT_KEEP_LAST, DEFAULT_SHAPE
 from compaction_eval.recall.task import fact_recall as _fact_recall
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _default(kind: str) -> list[str]:
+    """The default corpus every command shares (contracts.paths.DEFAULTS), in this repository."""
+    return [str(ROOT / name) for name in DEFAULTS[kind]]
+
+
 @task
 def fact_recall(
-    traces: str = str(ROOT / "fixtures" / "traces"),
-    labels: str = str(ROOT / "labels"),
-    prompts: str = str(ROOT / "prompts"),
+    traces: str | list[str] | None = None,
+    labels: str | list[str] | None = None,
+    prompts: str | list[str] | None = None,
     budget: int = DEFAULT_BUDGET,
     keep_last: int = DEFAULT_KEEP_LAST,
     shape: str = DEFAULT_SHAPE,
@@ -29,6 +34,8 @@ def fact_recall(
 ):
     """Fact recall of every candidate prompt on the repository's labelled corpus."""
     return _fact_recall(
-        traces=from_invocation_dir(traces), labels=from_invocation_dir(labels), prompts=from_invocation_dir(prompts), budget=budget, keep_last=keep_last,
+        traces=from_invocation_dir(traces) if traces else _default("traces"),
+        labels=from_invocation_dir(labels) if labels else _default("labels"),
+        prompts=from_invocation_dir(prompts) if prompts else _default("prompts"), budget=budget, keep_last=keep_last,
         shape=shape, focus=focus, judge_model=judge_model, cache=cache,
     )

@@ -76,9 +76,11 @@ def _copy_project(dst: Path) -> Path:
     return dst
 
 
-def test_built_wheel_runs_from_an_empty_directory(tmp_path):
-    """Build the wheel, install it (no dependencies) into a fresh venv that sees the test
-    environment's packages through a .pth file, and run from an empty directory."""
+def install_wheel(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """Build the wheel of this checkout (no network: no build isolation, no dependencies),
+    install it into a fresh venv that sees the test environment's packages through a .pth
+    file, and return (venv, its python, an environment for running it). Asserts what the
+    wheel ships."""
     (tmp_path / "project").mkdir()
     src = _copy_project(tmp_path / "project")
     dist = tmp_path / "dist"
@@ -111,11 +113,17 @@ def test_built_wheel_runs_from_an_empty_directory(tmp_path):
     (site / "_test_env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
                    check=True, capture_output=True, timeout=300)
-
-    empty = tmp_path / "empty"
-    empty.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     env.update(INSPECT_DISPLAY="none", PATH=f"{venv / 'bin'}:{env.get('PATH', '')}")
+    return venv, py, env
+
+
+def test_built_wheel_runs_from_an_empty_directory(tmp_path):
+    """Build the wheel, install it (no dependencies) into a fresh venv that sees the test
+    environment's packages through a .pth file, and run from an empty directory."""
+    venv, py, env = install_wheel(tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
 
     def run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
         return subprocess.run(list(args), cwd=empty, env=env, capture_output=True, text=True, timeout=timeout)

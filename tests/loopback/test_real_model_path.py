@@ -256,8 +256,8 @@ def test_horizon_suite_runs_over_http_through_faults(loopback, tmp_path):
     # agent's requests with the scripted agent and the compactor's with the summariser.
     loopback.faults.push("rate_limit").push("overloaded")
     start = len(loopback.requests)
-    cmd = [sys.executable, "-m", "compaction_eval.cli.main", "horizon", "--model", "anthropic/claude-test",
-           "--compactor", "anthropic/claude-test", "--worlds", "build-01", "--configs", "full",
+    cmd = [sys.executable, "-m", "compaction_eval.cli.main", "horizon", "--agent-model", "anthropic/claude-test",
+           "--model", "anthropic/claude-test", "--worlds", "build-01", "--configs", "full",
            "--prompts-dir", str(ROOT / "prompts"), "--out", str(tmp_path / "results"), "--run", "h", "--display", "none"]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=_env(loopback, tmp_path), timeout=600)
     assert proc.returncode == 0, proc.stderr
@@ -269,7 +269,7 @@ def test_horizon_suite_runs_over_http_through_faults(loopback, tmp_path):
     assert_no_key_anywhere(tmp_path, proc.stdout, proc.stderr)
 
 
-HORIZON = ["--model", "anthropic/claude-test", "--compactor", "anthropic/claude-test", "--worlds", "build-01",
+HORIZON = ["--agent-model", "anthropic/claude-test", "--model", "anthropic/claude-test", "--worlds", "build-01",
            "--configs", "full", "--prompts-dir", str(ROOT / "prompts"), "--display", "none"]
 
 

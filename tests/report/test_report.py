@@ -362,8 +362,9 @@ def test_leaderboard_sorts_when_a_header_is_clicked(page, results):
     assert [p for p, _ in column("#")] == [p["prompt"] for p in results["prompts"]]
 
 
-def test_drilldown_shows_every_expected_fact_kept_or_lost_per_prompt(page, results):
+def test_drilldown_shows_every_expected_fact_kept_or_lost_per_prompt(page, results, runs):
     prompts = [p["prompt"] for p in results["prompts"]]
+    baseline = read_results(runs[1])  # the page compares with it: each prompt's baseline column follows its own
     sample = next(s for s in results["samples"] if s["trace"] != EVIL_ID)
     sample_id = page.js(
         f"[...document.querySelectorAll('details.sample')].find(d => d.dataset.search === {json.dumps(sample['trace'].lower() + '@' + str(sample['point']))}).id"
@@ -378,16 +379,17 @@ def test_drilldown_shows_every_expected_fact_kept_or_lost_per_prompt(page, resul
     for f in sample["facts"]:
         marks = []
         for p in prompts:
-            s = next(x for x in results["samples"] if (x["trace"], x["point"], x["prompt"]) == (sample["trace"], sample["point"], p))
-            marks.append("✓" if next(v for v in s["facts"] if v["id"] == f["id"])["kept"] else "✗")
+            for doc in (results, baseline):
+                s = next(x for x in doc["samples"] if (x["trace"], x["point"], x["prompt"]) == (sample["trace"], sample["point"], p))
+                marks.append("✓" if next(v for v in s["facts"] if v["id"] == f["id"])["kept"] else "✗")
         expected.append([f["id"], marks])
     assert rows == expected
     # fact text and the source excerpt that established it come from the labels and the trace
     assert page.js(f"document.getElementById('{sample_id}').querySelectorAll('.ftext').length") == len(sample["facts"])
     assert page.js(f"document.getElementById('{sample_id}').querySelectorAll('pre.excerpt').length") >= len(sample["facts"])
-    # two summaries side by side: the best prompt and the runner-up, switchable
+    # two summaries side by side: the best prompt and its baseline's, switchable
     panes = f"document.getElementById('{sample_id}').querySelectorAll('.pane')"
-    assert page.js(f"[...{panes}].map(p => p.querySelector('select').value)") == prompts[:2]
+    assert page.js(f"[...{panes}].map(p => p.querySelector('select').value)") == [prompts[0], f"{prompts[0]} (baseline)"]
     page.js(f"(() => {{ const s = {panes}[1].querySelector('select'); s.value = {json.dumps(prompts[2])}; s.dispatchEvent(new Event('change')); }})()")
     third = next(s for s in results["samples"] if (s["trace"], s["point"], s["prompt"]) == (sample["trace"], sample["point"], prompts[2]))
     shown = page.js(f"{panes}[1].querySelector('pre.summary').textContent")
@@ -441,6 +443,57 @@ def test_baseline_section_agrees_with_compare_runs(page, runs):
     lost = sum(len(pc.lost) for pc in cmp.prompts)
     text = page.js("document.querySelector('#comparison .lists').textContent")
     assert f"{lost} fact(s)" in text or (lost == 0 and "None." in text)
+
+
+def test_a_paired_comparison_shows_both_runs_the_template_diff_and_signed_deltas(browser, runs, tmp_path):
+    """Issue 23, item 6. The budget-250 run as the candidate against the budget-800 run, its
+    recall_max paired with the baseline's handoff: the baseline is ahead, so the frontier must
+    not say a candidate prompt is ahead of every other; both runs are in the frontier, the heat
+    map and the drill-down; the template diff shows what changed; every delta shows its sign."""
+    cand, base = runs[1], runs[0]
+    out = render_report(cand, baseline=base, out=tmp_path / "paired.html", allow_setting_changes=True,
+                        pairs={"recall_max": "handoff"})
+    page = browser.open(out.as_uri())
+    assert page.console_errors() == []
+    assert page.requests() == [out.as_uri()]
+    first = page.js("document.querySelector('#comparison-table tbody tr').cells[0].textContent").split()
+    assert first[:3] == ["recall_max", "vs", "handoff"]
+    diff = page.js("document.querySelector('#comparison pre.diff').textContent")
+    assert "--- baseline handoff:" in diff and "+++ candidate recall_max:" in diff
+    added = page.js("[...document.querySelectorAll('#comparison pre.diff .add')].map(e => e.textContent)")
+    assert added and all(line.startswith("+") for line in added)
+    # both runs in the heat map and the frontier
+    heat = page.js("[...document.querySelectorAll('#heatmap tbody tr')].map(r => r.cells[0].textContent.trim())")
+    assert "handoff (baseline)" in heat and "recall_max" in heat
+    lede = page.js("document.querySelector('#frontier .lede').textContent")
+    ahead = re.search(r"(\S+(?: \(baseline\))?) is ahead of every other prompt", lede)
+    best_base = max(read_results(base)["prompts"], key=lambda p: p["recall"])["recall"]
+    best_cand = max(read_results(cand)["prompts"], key=lambda p: p["recall"])["recall"]
+    assert best_base > best_cand  # the premise: the baseline is ahead
+    assert ahead is None or ahead.group(1).endswith("(baseline)"), lede
+    # the drill-down: the baseline's summary beside the candidate's, by default
+    sid = page.js("document.querySelector('details.sample').id")
+    open_sample(page, sid)
+    panes = page.js(f"[...document.getElementById('{sid}').querySelectorAll('.pane select')].map(s => s.value)")
+    assert panes[1] == panes[0] + " (baseline)" or panes[1].endswith("(baseline)")
+    options = page.js(f"[...document.getElementById('{sid}').querySelector('.pane select').options].map(o => o.value)")
+    assert "handoff (baseline)" in options
+    # every printed delta carries the sign of its value (a -0.004 never prints as +0.00)
+    cells = page.js("[...document.querySelectorAll('#comparison-table td.cat')].filter(c => c.dataset.v !== '')"
+                    ".map(c => [Number(c.dataset.v), c.textContent.trim()])")
+    assert cells
+    for value, text in cells:
+        if abs(value) > 1e-9:
+            assert text.startswith("-" if value < 0 else "+"), (value, text)
+            assert float(text) != 0.0, (value, text)
+
+
+def test_signed_deltas_keep_their_sign():
+    from compaction_eval.report.render import _signed
+
+    assert _signed(-0.004, 2) == "-0.004"
+    assert _signed(0.0004) == "+0.0004"
+    assert _signed(-1e-15) == "+0.000" and _signed(None) == "–"
 
 
 def test_a_large_corpus_stays_light_and_loads_fast(browser, results, tmp_path):

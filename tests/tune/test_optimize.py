@@ -162,3 +162,54 @@ def test_a_model_answer_without_a_template_is_recorded_and_rejected(tmp_path, mo
                                      traces=SMALL_ARGS[1:3], labels=SMALL_ARGS[4:6], work_dir=str(tmp_path)))
     assert [s.accepted for s in result.history[1:]] == [False, False]
     assert "holds no ```jinja template" in result.history[1].why and result.out_prompt is None
+
+
+def test_optimize_runs_on_the_runs_corpus_and_never_overwrites_without_force(tmp_path, capsys):
+    """Issue 23, item 8: `--results RUN` without --traces/--labels optimises on that run's
+    corpus (its numbers are the ones being improved); a second run refuses to replace
+    optimize.json or the written prompt unless --force."""
+    from compaction_eval.cli.main import main
+    from compaction_eval.contracts.problems import ContractError
+
+    run = tmp_path / "runs" / "mine"
+    assert main(["recall", *SMALL_ARGS, "--prompts", str(ROOT / "prompts" / "terse.j2"), "--out", str(tmp_path / "runs"),
+                 "--run", "mine", "--quiet"]) == 0
+    ran_on = sorted({s["trace"] for s in json.loads((run / "results.json").read_text())["samples"]})
+    capsys.readouterr()
+    argv = ["tune", str(ROOT / "prompts" / "terse.j2"), "--optimize", "--rounds", "1", "--results", str(run),
+            "--work-dir", str(tmp_path / "w"), "--out", str(tmp_path / "terse-opt.j2"), "--format", "json"]
+    assert _tune_cli(argv) == 0
+    doc = json.loads(capsys.readouterr().out)  # --format json: one document on stdout
+    assert doc["command"] == "tune --optimize" and str(run / "optimize.json") in doc["files"]
+    assert sorted(doc["split"]["tune"] + doc["split"]["held_out"]) == ran_on == sorted(SMALL)
+    before = (run / "optimize.json").read_bytes()
+    with pytest.raises(ContractError, match="already exists: pass --force"):
+        _tune_cli(argv)
+    assert (run / "optimize.json").read_bytes() == before
+    argv[argv.index("--work-dir") + 1] = str(tmp_path / "w2")
+    assert _tune_cli([*argv, "--force"]) == 0
+
+
+def test_a_round_that_proposes_nothing_says_why():
+    from compaction_eval.tune.suggest import Edit, PromptSuggestions
+
+    config = OptimizeConfig(prompt="p.j2")
+    none_lost = PromptSuggestions("p", None, 1.0, 0, 12, {}, [], "", [])
+    assert opt.why_nothing(none_lost, config, 1).startswith("nothing to fix: the prompt lost none of the 12 facts")
+    budget = PromptSuggestions("p", None, 0.5, 6, 12, {"number": {"budget": 4}, "bug": {"dropped": 2}},
+                               [Edit("discard_noise", None, None, "raise --budget or shorten the other sections", "", [], applied=False)],
+                               "", [])
+    why = opt.why_nothing(budget, config, 1)
+    assert "6 facts lost on the tune split (budget 4, dropped 2)" in why
+    assert "offline optimiser stand-in applies only suggest's template edits" in why and "raise --budget" in why
+
+
+def test_others_names_packaged_prompts_outside_a_project(tmp_path, monkeypatch):
+    from compaction_eval.contracts.problems import ContractError
+
+    monkeypatch.chdir(tmp_path)  # an empty directory: no prompts/ of its own
+    found = opt.other_prompts(["handoff", "recall_max"])
+    assert [c.name for c in found] == ["handoff", "recall_max"] and all(c.path.exists() for c in found)
+    assert {c.name for c in opt.other_prompts(["prompts"])} >= {"handoff", "terse"}
+    with pytest.raises(ContractError, match="no prompt file or prompt named 'nope'"):
+        opt.other_prompts(["nope"])

@@ -75,3 +75,42 @@ def test_review_round_trip_appends_gold_and_refits_elsewhere(tmp_path, capsys):
         _cli(str(run), "--apply", str(run / "review.yaml"), "--gold", str(tmp_path / "gold" / "other.yaml"),
              "--refit", str(MODEL_PATH))
     assert not (tmp_path / "gold" / "other.yaml").exists()
+
+
+def test_a_review_of_several_traces_applies_to_a_gold_folder_one_file_per_trace(tmp_path, capsys):
+    """Issue 23, item 10: `review --apply` takes a review file that spans several traces
+    (a gold folder gets one file per trace), and the review shows each fact's text and keys."""
+    samples, labels = [], []
+    for gf in load_gold(ROOT / "labels" / "gold"):
+        if gf.trace in {s["trace"] for s in samples}:
+            continue
+        for s in gf.summaries:  # the first summary of the trace with an uncertain verdict (what review lists)
+            score = score_summary(s.text, gf.labels, Trace(id=gf.trace, messages=[]), s.point)
+            if any(f.uncertain for f in score.facts):
+                samples.append({"trace": gf.trace, "point": s.point, "prompt": "handoff", "epoch": 1, "summary": s.text,
+                                **score.to_json()})
+                labels.append(str(gf.labels.path))
+                break
+        if len(samples) == 2:
+            break
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.json").write_text(json.dumps({"schema": RESULTS_SCHEMA, "run": "r", "offline_stand_in": False,
+                                                  "config": {"labels": labels}, "samples": samples}))
+    assert _cli(str(run), "--write", str(run / "review.yaml")) == 0
+    doc = yaml.safe_load((run / "review.yaml").read_text())
+    assert len({e["trace"] for e in doc["summaries"]}) == 2
+    for e in doc["summaries"]:
+        for f in e["facts"]:
+            assert f["text"] and isinstance(f["keys"], list)  # what the fact says, not only its id
+            f["judgment"], f["reason"] = f["scorer"], "checked"
+    (run / "review.yaml").write_text(yaml.safe_dump(doc))
+
+    with pytest.raises(ContractError, match="name a folder"):  # one gold file holds one trace
+        _cli(str(run), "--apply", str(run / "review.yaml"), "--gold", str(tmp_path / "one.yaml"))
+    assert not (tmp_path / "one.yaml").exists()
+    gold = tmp_path / "gold"
+    assert _cli(str(run), "--apply", str(run / "review.yaml"), "--gold", str(gold)) == 0
+    written = sorted(gold.glob("*.yaml"))
+    assert len(written) == 2
+    assert {load_gold_file(p).trace for p in written} == {e["trace"] for e in doc["summaries"]}

@@ -13,6 +13,7 @@ from compaction_eval.contracts.paths import DEFAULTS
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.settings import (
     COMPACTION_FIELDS,
+    DEFAULT_AGENT,
     DEFAULT_BUDGET,
     DEFAULT_KEEP_LAST,
     DEFAULT_MODEL,
@@ -59,6 +60,34 @@ def model_args(pairs: list[str] | None) -> dict:
     return out
 
 
+class DeprecatedSpelling(argparse.Action):
+    """An old spelling of an option: it still works, and says on stderr which to use."""
+
+    def __init__(self, option_strings, dest, *, new: str, **kwargs):
+        self.new = new
+        super().__init__(option_strings, dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"compaction-eval: warning: {option_string} is deprecated: use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def add_model_args(p: argparse.ArgumentParser, *, old_model: tuple[str, ...] = ()) -> None:
+    """`--model`: the compaction model, the one meaning of `--model` in every command."""
+    p.add_argument("--model", default=DEFAULT_MODEL, help="compaction model (default: the offline extractive summariser, a stand-in)")
+    for old in old_model:
+        p.add_argument(old, dest="model", action=DeprecatedSpelling, new="--model")
+
+
+def add_agent_model_arg(p: argparse.ArgumentParser, *, old: tuple[str, ...] = ("--agent",)) -> None:
+    """`--agent-model`: the long-horizon agent, wherever a command runs one (`--agent`, its
+    old spelling, still works with a warning)."""
+    p.add_argument("--agent-model", dest="agent", default=DEFAULT_AGENT,
+                   help="the long-horizon agent model (default: the offline scripted agent, not an LLM)")
+    for spelling in old:
+        p.add_argument(spelling, dest="agent", action=DeprecatedSpelling, new="--agent-model")
+
+
 def compaction_settings(args: argparse.Namespace, **defaults: object) -> CompactionSettings:
     """The command's one `CompactionSettings`, built from its flags (`--budget`, `--keep-last`,
     `--shape`, `--focus`: those it has); a setting without a flag takes `defaults`, else the
@@ -82,7 +111,7 @@ def add_recall_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--traces", nargs="+", help="trace files or directories, a directory with one level of source subfolders, or hf:DATASET (default: fixtures/traces fixtures/real)")
     p.add_argument("--labels", nargs="+", help="labels files or directories (DIR#N: at most N labelled traces per source), or hf:DATASET (default: labels labels/real#2)")
     p.add_argument("--prompts", nargs="+", help="prompt templates or directories (default: prompts)")
-    p.add_argument("--model", default=DEFAULT_MODEL, help="compaction model (default: the offline extractive summariser)")
+    add_model_args(p)
     p.add_argument("--judge-model", help="LLM judge: it decides every fact (the judge tier; the matcher stays beside it as a cross-check). Without it the offline matcher tier decides")
     p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"summary budget in tokens (default: {DEFAULT_BUDGET})")
     p.add_argument("--keep-last", type=int, default=DEFAULT_KEEP_LAST, help=f"messages kept verbatim at the end (default: {DEFAULT_KEEP_LAST})")

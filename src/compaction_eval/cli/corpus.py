@@ -19,13 +19,20 @@ def cmd_lint(args: argparse.Namespace) -> int:
     # prompt templates (.j2, and those in a given folder) get the prompt lint (cli/prompts.py)
     n_prompts, problems = lint_prompt_files(given, shape=args.shape)
     paths = [p for p in given if p.suffix != ".j2"] if given else [Path(p) for p in (*DEFAULT_TRACES, *DEFAULT_LABELS)]
-    if not paths:
-        status = f"{len(problems)} problem(s)" if problems else "ok"
-        print(f"lint: {n_prompts} prompt(s): {status}", file=sys.stderr)
+    traces = labels = 0
+    skipped: list[Path] = []
+    found: list = []
+    if paths:
+        traces, labels, found, skipped = lint(paths, [Path(d) for d in args.traces])
+        problems += found
+    if getattr(args, "format", "text") == "json":
+        from compaction_eval.cli.progress import emit_json
+
+        emit_json({"command": "lint", "ok": not problems, "prompts": n_prompts, "traces": traces, "labels": labels,
+                   "problems": [{"file": p.file, "place": p.place, "message": p.message} for p in problems],
+                   "skipped": [str(p) for p in skipped], "warnings": list(draft_warnings(paths))})
         return 1 if problems else 0
-    traces, labels, found, skipped = lint(paths, [Path(d) for d in args.traces])
-    problems += found
-    for p in found:
+    for p in found:  # the prompt lint printed its own
         print(p)
     for path in skipped:
         print(f"note: skipped {path}: JSON that is not a trace", file=sys.stderr)
@@ -91,6 +98,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--traces", nargs="*", default=DEFAULT_TRACES, help="where the traces of linted labels live")
     p.add_argument("--shape", choices=["inline", "messages"], default="inline",
                    help="prompts: the shape they will run in (inline: the prompt must render the conversation)")
+    from compaction_eval.cli.progress import add_format_arg
+
+    add_format_arg(p)
     p.set_defaults(func=cmd_lint)
 
     p = sub.add_parser("import", help="convert traces from other formats into trace@1 files")

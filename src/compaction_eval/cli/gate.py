@@ -12,6 +12,7 @@ from compaction_eval.contracts.problems import ContractError
 def cmd_gate(args: argparse.Namespace) -> int:
     from compaction_eval.contracts.runfiles import read_results
     from compaction_eval.gate.baselines import resolve_baseline
+    from compaction_eval.gate.compare import parse_pairs
     from compaction_eval.gate.rules import (
         fact_texts,
         format_junit,
@@ -27,7 +28,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
     junit = Path(args.junit) if args.junit else None
     try:
         result = gate_files(resolve_baseline(args.baseline), args.candidate, tolerance=args.tolerance,
-                            category_tolerance=args.category_tolerance, allow_setting_changes=args.allow_setting_changes)
+                            category_tolerance=args.category_tolerance, allow_setting_changes=args.allow_setting_changes,
+                            pairs=parse_pairs(args.pair), allow_new=args.allow_new)
     except ContractError as exc:  # exit 2, with the reason in the files CI shows as well
         write_outputs(unusable_markdown(exc), markdown=md, junit_xml=unusable_junit(exc), junit=junit)
         raise
@@ -75,15 +77,30 @@ def cmd_baseline_save(args: argparse.Namespace) -> int:
 def cmd_baseline_list(args: argparse.Namespace) -> int:
     from compaction_eval.gate.baselines import list_baselines
 
-    for path in list_baselines(args.root):
+    paths = list_baselines(args.root)
+    if args.format == "json":
+        from compaction_eval.cli.progress import emit_json
+
+        emit_json({"command": "baseline list", "baselines": [{"name": p.name, "path": str(p)} for p in paths]})
+        return 0
+    for path in paths:
         print(path)
     return 0
+
+
+def add_pair_args(p: argparse.ArgumentParser) -> None:
+    """`--pair` and `--allow-new`, shared by `gate` and `report --baseline`."""
+    p.add_argument("--pair", action="append", metavar="CANDIDATE=BASELINE",
+                   help="compare candidate prompt CANDIDATE with the baseline's prompt BASELINE (e.g. mine=handoff); repeatable")
+    p.add_argument("--allow-new", action="store_true",
+                   help="a candidate prompt with no baseline partner is a warning (without it, it fails the gate: exit 1)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("gate", help="regression gate: a candidate run against the committed baseline; exit 0 pass, 1 regression, 2 unusable input")
     p.add_argument("--baseline", default="main", help="baseline name under results/baselines, a run directory or a results.json (default: main)")
     p.add_argument("--candidate", required=True, help="the candidate run directory or results.json")
+    add_pair_args(p)
     p.add_argument("--tolerance", type=float, default=0.02, help="recall drop (absolute) tolerated before the interval is looked at (default: 0.02)")
     p.add_argument("--category-tolerance", type=float, default=0.05, help="the same per fact category (default: 0.05)")
     p.add_argument("--markdown", metavar="FILE", help="write the markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)")
@@ -104,4 +121,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.set_defaults(func=cmd_baseline_save)
     q = baseline_sub.add_parser("list", help="list the baselines")
     q.add_argument("--root", default="results/baselines", help=argparse.SUPPRESS)
+    from compaction_eval.cli.progress import add_format_arg
+
+    add_format_arg(q)
     q.set_defaults(func=cmd_baseline_list)

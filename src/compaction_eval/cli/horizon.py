@@ -7,14 +7,12 @@ import contextlib
 import sys
 from pathlib import Path
 
-from compaction_eval.cli.common import compaction_settings, run_dir
+from compaction_eval.cli.common import add_agent_model_arg, add_model_args, compaction_settings, run_dir
 from compaction_eval.cli.progress import emit_json, inspect_display, progress, wants_json, without_samples
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.settings import (
-    DEFAULT_AGENT,
     DEFAULT_HORIZON_BUDGET,
     DEFAULT_HORIZON_PROMPT,
-    DEFAULT_MODEL,
     HORIZON_COMPACTION,
 )
 
@@ -33,10 +31,10 @@ def add_horizon_args(p: argparse.ArgumentParser, *, in_run: bool = False) -> Non
     default = RUN_CONFIGS if in_run else ALL_CONFIGS
     p.add_argument("--configs", nargs="+", default=list(default),
                    help=f"long-horizon configurations (default: {' '.join(default)}). {config_help()}")
-    p.add_argument("--agent" if in_run else "--model", dest="agent", default=DEFAULT_AGENT,
-                   help="the agent model (default: the offline scripted agent, not an LLM)")
+    # `--model` is the compaction model in every command; the agent is `--agent-model`
+    add_agent_model_arg(p, old=("--agent",) if in_run else ())
     if not in_run:
-        p.add_argument("--compactor", default=DEFAULT_MODEL, help="model of the compactor role (default: the offline extractive summariser)")
+        add_model_args(p, old_model=("--compactor",))
         p.add_argument("--prompt", default=DEFAULT_HORIZON_PROMPT, help=f"candidate prompt used by `full` (default: {DEFAULT_HORIZON_PROMPT})")
         p.add_argument("--prompts-dir", default="prompts")
         p.add_argument("--budget", type=int, default=DEFAULT_HORIZON_BUDGET, help=f"summary budget of `full` in tokens (default: {DEFAULT_HORIZON_BUDGET})")
@@ -67,7 +65,7 @@ def horizon_config(args: argparse.Namespace, *, in_run: bool = False):
         worlds=args.worlds,
         size=args.size,
         model=args.agent,
-        compactor=args.model if in_run else args.compactor,
+        compactor=args.model,
         prompt=_run_prompt(args) if in_run else args.prompt,
         prompts_dir=_run_prompts_dir(args) if in_run else args.prompts_dir,
         # inside `run`, --budget and friends are the recall suite's: `full` keeps its own

@@ -192,11 +192,16 @@ def _quiet_hook_banner() -> None:
 # ------------------------------------------------------------------ command-line options
 
 
+def add_format_arg(p: argparse.ArgumentParser) -> None:
+    """`--format text|json`: the one spelling of it on every command that prints a result."""
+    p.add_argument("--format", choices=["text", "json"], default="text",
+                   help="text tables, or one JSON document on stdout (everything else on stderr)")
+
+
 def add_output_args(p: argparse.ArgumentParser, *, display: bool = True, fmt: bool = True) -> None:
     """`--format text|json`, `--quiet` and (for commands that run inspect) `--display`."""
     if fmt:
-        p.add_argument("--format", choices=["text", "json"], default="text",
-                       help="text tables, or one JSON document on stdout (everything else on stderr)")
+        add_format_arg(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output (notes and errors still go to stderr)")
     if display:
         p.add_argument("--display", choices=DISPLAYS, default=None,

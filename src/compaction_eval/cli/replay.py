@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from compaction_eval.cli.common import run_dir
+from compaction_eval.cli.common import DEFAULT_LABELS, DEFAULT_PROMPTS, DEFAULT_TRACES, add_model_args, run_dir
 from compaction_eval.contracts.settings import DEFAULT_BUDGET, DEFAULT_KEEP_LAST, HORIZON_COMPACTION
 
 COMMANDS = {
@@ -23,11 +23,10 @@ COMMANDS = {
 def register(sub: argparse._SubParsersAction) -> None:
     for name, help_text in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("--traces", nargs="+", default=["fixtures/traces"], help="trace files or directories")
-        p.add_argument("--labels", nargs="+", default=["labels"], help="labels files or directories")
-        p.add_argument("--prompts", nargs="+", default=["prompts"], help="candidate prompts (files or directories)")
-        p.add_argument("--model", default="extractive/default",
-                       help="compaction model (default: the offline extractive summariser, a stand-in, not an LLM)")
+        p.add_argument("--traces", nargs="+", default=DEFAULT_TRACES, help=f"trace files or directories (default: {' '.join(DEFAULT_TRACES)})")
+        p.add_argument("--labels", nargs="+", default=DEFAULT_LABELS, help=f"labels files or directories (default: {' '.join(DEFAULT_LABELS)})")
+        p.add_argument("--prompts", nargs="+", default=DEFAULT_PROMPTS, help="candidate prompts (files or directories)")
+        add_model_args(p)
         p.add_argument("--max-traces", type=int, help="use only the first N labelled traces")
         p.add_argument("--max-retries", type=int, default=4)
         p.add_argument("--timeout", type=int, default=120)

@@ -26,9 +26,9 @@ DEFAULTS: dict[str, tuple[str, ...]] = {
     "prompts": ("prompts",),
     "gold": ("labels/gold",),
 }
-# Tuning loops (tune, tune --optimize) run the recall suite once per round and variant: by
-# default they use the synthetic corpus alone, which keeps a tune run to minutes.
-TUNE_CORPUS: dict[str, tuple[str, ...]] = {"traces": ("fixtures/traces",), "labels": ("labels",)}
+# Every command that reads a corpus (run, recall, the inspect tasks, tune, replay, decay,
+# probes, evals/fact_recall.py) defaults to this one; a command that wants a smaller one
+# (a tune loop, the small replay inside `run`) says so with its own flags.
 _NAMES = {n.partition("#")[0] for names in DEFAULTS.values() for n in names}
 PROJECT_MARKERS = ("prompts", "fixtures", "labels")
 

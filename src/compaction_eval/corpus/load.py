@@ -67,6 +67,66 @@ def label_paths(paths: Iterable[Path | str]) -> list[Path]:
     return _files((Path(split_selector(p)[0]) for p in paths), lambda f: f.suffix in (".yaml", ".yml"))
 
 
+def _recorded_base(spec: str, bases: Iterable[Path]) -> Path | None:
+    """Where a recorded input (selector stripped) is now: as given when it exists, else under
+    the first of `bases` where it exists."""
+    path = Path(split_selector(spec)[0])
+    if path.exists():
+        return path
+    if path.is_absolute():
+        return None
+    return next((b / path for b in bases if (b / path).exists()), None)
+
+
+def read_labels_back(inputs: Iterable[Path | str], *, bases: Iterable[Path] = (), traces: Iterable[str] | None = None) -> dict[str, Labels]:
+    """Labels by trace id from the labels inputs a run recorded, for showing fact text again
+    (report, suggest, gate markdown, review). The one resolver of recorded label paths.
+
+    A run records its inputs as it read them, selector included (`.../labels/real#2`): the
+    selector chose which traces the run sampled, so it is dropped here and every file of the
+    directory is read (the run's own traces are among them). A relative input missing from
+    the working directory is looked for under `bases` (e.g. the parents of a moved run
+    directory). Never raises: a missing or broken file only means less text to show, so
+    callers say what they could not find. The first labels of a trace win.
+
+    Args:
+        inputs: recorded labels inputs (files, directories, `DIR#N`); `hf:` inputs are skipped.
+        bases: folders to look under for a relative input that is not found as given.
+        traces: keep only these trace ids (None: all).
+    """
+    wanted = None if traces is None else set(traces)
+    bases = list(bases)
+    out: dict[str, Labels] = {}
+    seen: set[Path] = set()
+    for spec in inputs:
+        if is_hf(spec):
+            continue
+        base = _recorded_base(str(spec), bases)
+        if base is None or base.resolve() in seen:
+            continue
+        seen.add(base.resolve())
+        try:
+            files = label_paths([base])
+        except ContractError:
+            continue
+        for path in files:
+            try:
+                lab = load_labels(path)
+            except (ContractError, OSError, ValueError):
+                continue
+            if wanted is None or lab.trace in wanted:
+                out.setdefault(lab.trace, lab)
+    return out
+
+
+def run_labels(results: dict[str, Any], *, bases: Iterable[Path] = (), traces: Iterable[str] | None = None) -> dict[str, Labels]:
+    """`read_labels_back` on a results document's recorded labels: where the run read them
+    (`config.labels`, absolute), then as given (`inputs_as_given.labels`, for a moved run)."""
+    config = results.get("config") or {}
+    given = results.get("inputs_as_given") or {}
+    return read_labels_back([*(config.get("labels") or []), *(given.get("labels") or [])], bases=bases, traces=traces)
+
+
 def per_source_limit(labels: list[Labels], traces: dict[str, Trace], n: int) -> list[Labels]:
     """At most `n` labels per source (the first by trace id), for an input `DIR#N`. Labels of
     a trace that is not loaded are kept, so that the caller reports them."""

@@ -149,6 +149,12 @@ class PromptComparison:
     regression: list[str] = field(default_factory=list)
     definite_by_category: dict[str, DefiniteEffect] = field(default_factory=dict)
     definite_recall: DefiniteEffect | None = None
+    baseline_prompt: str | None = None  # the baseline's prompt, when paired under another name (`pairs`)
+
+    @property
+    def partner(self) -> str:
+        """The baseline prompt this one was compared with (its own name unless paired)."""
+        return self.baseline_prompt or self.prompt
 
     @property
     def definite_lost(self) -> list[FactChange]:
@@ -168,6 +174,8 @@ class Comparison:
         tolerance, category_tolerance: the thresholds used.
         only_in_baseline, only_in_candidate: prompts evaluated by one run only (not compared).
         samples: number of (trace, point) samples paired.
+        pairs: candidate prompt -> the baseline prompt it was compared with, for pairs of
+            different names (`compare_runs(pairs=...)`).
     """
 
     verdict: str
@@ -181,6 +189,7 @@ class Comparison:
     only_in_baseline: list[str]
     only_in_candidate: list[str]
     samples: int
+    pairs: dict[str, str] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -259,6 +268,53 @@ def _expected_facts(results: dict[str, Any]) -> dict[SampleKey, set[str]]:
 
 def _run_name(results: dict[str, Any], default: str) -> str:
     return str(results.get("run") or default)
+
+
+def parse_pairs(specs: Sequence[str] | None) -> dict[str, str]:
+    """`--pair CANDIDATE=BASELINE` options as a mapping (a candidate prompt named twice is refused).
+
+    >>> parse_pairs(["mine=handoff"])
+    {'mine': 'handoff'}
+    """
+    out: dict[str, str] = {}
+    for spec in specs or []:
+        cand, sep, base = str(spec).partition("=")
+        cand, base = cand.strip(), base.strip()
+        if not sep or not cand or not base:
+            raise ContractError([Problem("--pair", "", f"expected CANDIDATE=BASELINE (e.g. mine=handoff), got {spec!r}")])
+        if cand in out and out[cand] != base:
+            raise ContractError([Problem("--pair", "", f"{cand!r} is paired twice ({out[cand]!r} and {base!r})")])
+        out[cand] = base
+    return out
+
+
+def _prompt_names(results: dict[str, Any]) -> list[str]:
+    return list(dict.fromkeys(str(s["prompt"]) for s in results.get("samples", [])))
+
+
+def pair_baseline(baseline: dict[str, Any], candidate: dict[str, Any], pairs: dict[str, str]) -> dict[str, Any]:
+    """The baseline document with each paired baseline prompt's samples (and `prompts[]`
+    row) also filed under its candidate's name, so that every rule compares "mine" with
+    "handoff" exactly as it compares a prompt with itself. The baseline prompt keeps its own
+    samples too (a run may gate both `mine` and `handoff` against the baseline's handoff).
+    A pair naming a prompt a run does not have is a ContractError naming the flag."""
+    if not pairs:
+        return baseline
+    have_b, have_c = _prompt_names(baseline), _prompt_names(candidate)
+    problems = []
+    for cand, base in pairs.items():
+        if cand not in have_c:
+            problems.append(Problem("--pair", f"{cand}={base}", f"the candidate has no prompt {cand!r} (it has {', '.join(have_c) or 'none'})"))
+        if base not in have_b:
+            problems.append(Problem("--pair", f"{cand}={base}", f"the baseline has no prompt {base!r} (it has {', '.join(have_b) or 'none'})"))
+    if problems:
+        raise ContractError(problems)
+    samples = [s for s in baseline.get("samples", []) if s["prompt"] not in pairs]
+    rows = [r for r in baseline.get("prompts", []) if r.get("prompt") not in pairs]
+    for cand, base in pairs.items():
+        samples += [{**s, "prompt": cand} for s in baseline.get("samples", []) if s["prompt"] == base]
+        rows += [{**r, "prompt": cand} for r in baseline.get("prompts", []) if r.get("prompt") == base]
+    return {**baseline, "samples": samples, "prompts": rows}
 
 
 def check_same_corpus(baseline: dict[str, Any], candidate: dict[str, Any]) -> None:
@@ -364,7 +420,8 @@ def _fmt(x: float) -> str:
 
 
 def compare_runs(
-    baseline: dict[str, Any], candidate: dict[str, Any], *, tolerance: float = 0.02, category_tolerance: float = 0.05
+    baseline: dict[str, Any], candidate: dict[str, Any], *, tolerance: float = 0.02, category_tolerance: float = 0.05,
+    pairs: dict[str, str] | None = None,
 ) -> Comparison:
     """Compare two results@1 documents (as read by `results.read_results`).
 
@@ -374,10 +431,14 @@ def compare_runs(
         tolerance: a recall drop larger than this (absolute, e.g. 0.02 = 2 points) whose
             interval excludes zero is a regression.
         category_tolerance: the same per fact category.
+        pairs: candidate prompt -> baseline prompt, to compare prompts of different names
+            (`--pair mine=handoff`); unpaired prompts are compared with their namesake.
 
     Raises CorpusMismatch (a ContractError) when the runs were made on different corpora, or
     when they have no prompt in common.
     """
+    paired = {c: b for c, b in (pairs or {}).items() if c != b}
+    baseline = pair_baseline(baseline, candidate, paired)
     check_same_corpus(baseline, candidate)
     base, cand = _cells(baseline), _cells(candidate)
     base_prompts = list(dict.fromkeys(k[2] for k in base))
@@ -388,9 +449,11 @@ def compare_runs(
     common = [p for p in cand_prompts if p in base_prompts]
     bname, cname = _run_name(baseline, "baseline"), _run_name(candidate, "candidate")
     if not common:
+        example = f"--pair {cand_prompts[0]}={base_prompts[0]}" if cand_prompts and base_prompts else "--pair CANDIDATE=BASELINE"
         raise CorpusMismatch(
             [Problem("compare", "prompts", f"no prompt in common: baseline {bname!r} has {', '.join(base_prompts) or 'none'}; "
-                     f"candidate {cname!r} has {', '.join(cand_prompts) or 'none'}")]
+                     f"candidate {cname!r} has {', '.join(cand_prompts) or 'none'}; to compare a prompt with a baseline "
+                     f"prompt of another name, pair them: `{example}`")]
         )
     keys = sorted(_expected_facts(candidate))
     determinism = (is_deterministic(baseline), is_deterministic(candidate))
@@ -404,16 +467,16 @@ def compare_runs(
         recall = paired_delta([float(np.mean(x.recall)) for x in b_cells], [float(np.mean(x.recall)) for x in c_cells])
         by_category: dict[str, Delta] = {}
         for cat in CATEGORIES:
-            pairs = [
+            values = [
                 (float(np.mean(bc.by_category[cat])), float(np.mean(cc.by_category[cat])))
                 for bc, cc in zip(b_cells, c_cells, strict=True)
                 if bc.by_category.get(cat) and cc.by_category.get(cat)
             ]
-            if pairs:
-                by_category[cat] = paired_delta([b for b, _ in pairs], [c for _, c in pairs])
+            if values:
+                by_category[cat] = paired_delta([b for b, _ in values], [c for _, c in values])
         lost, gained = _fact_changes(pkeys, prompt, base, cand, determinism)
         critical = [f for f in lost if f.critical]
-        pc = PromptComparison(prompt, recall, by_category, lost, gained, critical)
+        pc = PromptComparison(prompt, recall, by_category, lost, gained, critical, baseline_prompt=paired.get(prompt))
         pc.definite_recall, pc.definite_by_category = _definite_effects(pkeys, prompt, cand, lost + gained, base)
 
         if recall.delta < -tolerance:
@@ -434,7 +497,7 @@ def compare_runs(
         reasons += pc.regression
         prompts.append(pc)
 
-    only_b = [p for p in base_prompts if p not in cand_prompts]
+    only_b = [p for p in base_prompts if p not in cand_prompts and p not in paired.values()]
     only_c = [p for p in cand_prompts if p not in base_prompts]
     if only_b:
         warnings.append(f"prompts only in the baseline (not compared): {', '.join(only_b)}")
@@ -452,6 +515,7 @@ def compare_runs(
         only_in_baseline=only_b,
         only_in_candidate=only_c,
         samples=len(keys),
+        pairs=dict(paired),
     )
 
 

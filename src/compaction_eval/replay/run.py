@@ -14,6 +14,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from compaction_eval.contracts.paths import DEFAULTS
 from compaction_eval.contracts.runfiles import (
     PID_FILE,
     staged_run_dir,
@@ -53,9 +54,9 @@ class ReplayRunConfig:
         price_model: entry of the price table for replay costs (default: matched from `model`).
     """
 
-    traces: list[str] = field(default_factory=lambda: ["fixtures/traces"])
-    labels: list[str] = field(default_factory=lambda: ["labels"])
-    prompts: list[str] = field(default_factory=lambda: ["prompts"])
+    traces: list[str] = field(default_factory=lambda: list(DEFAULTS["traces"]))
+    labels: list[str] = field(default_factory=lambda: list(DEFAULTS["labels"]))
+    prompts: list[str] = field(default_factory=lambda: list(DEFAULTS["prompts"]))
     model: str = "extractive/default"
     reader: str | None = None
     policies: list[str] = field(default_factory=lambda: ["baseline", "eviction", "full"])

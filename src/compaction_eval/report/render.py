@@ -133,11 +133,11 @@ def load_source_corpus(
     Never raises for missing or broken files: the drill-down then shows verdicts without
     fact text and source excerpts, and says why.
     """
-    from compaction_eval.contracts.labels import load_labels
     from compaction_eval.corpus.load import (
         NotATrace,
-        label_paths,
+        read_labels_back,
         read_trace,
+        run_labels,
         trace_paths,
     )
 
@@ -150,17 +150,11 @@ def load_source_corpus(
         # where the run read them (absolute), then as given (for a moved run directory)
         return [*config.get(kind, []), *given.get(kind, [])]
 
-    label_dirs = _resolve(labels if labels is not None else recorded("labels"), bases)
     trace_dirs = _resolve(traces if traces is not None else recorded("traces"), bases)
     found = SourceCorpus()
+    found.labels = (read_labels_back(labels, bases=bases, traces=needed) if labels is not None
+                    else run_labels(results, bases=bases, traces=needed))
     try:
-        for path in label_paths(label_dirs):
-            try:
-                lab = load_labels(path)
-            except ContractError:
-                continue
-            if lab.trace in needed:
-                found.labels.setdefault(lab.trace, lab)
         files = trace_paths(trace_dirs)
     except ContractError:
         files = []
@@ -328,10 +322,21 @@ def _sample_id(trace: str, point: int) -> str:
     return f"s-{safe}-{point}"
 
 
-def _drilldown(results: dict[str, Any], prompts: list[str], corpus: SourceCorpus) -> list[dict[str, Any]]:
-    """One entry per (trace, point): facts x prompts verdicts, summaries, source excerpts."""
+BASELINE_SUFFIX = " (baseline)"
+
+
+def _baseline_samples(baseline: dict[str, Any], partners: dict[str, str]) -> list[dict[str, Any]]:
+    """The baseline's samples of the prompts compared with this run (`partners`: baseline
+    prompt -> the name shown, `handoff (baseline)`), for the drill-down beside the run's own."""
+    return [{**s, "prompt": partners[s["prompt"]]} for s in baseline.get("samples", []) if s["prompt"] in partners]
+
+
+def _drilldown(results: dict[str, Any], prompts: list[str], corpus: SourceCorpus,
+               extra: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """One entry per (trace, point): facts x prompts verdicts, summaries, source excerpts.
+    `extra` samples (a baseline's, renamed) are shown as further prompts of the same sample."""
     cells: dict[tuple[str, int], dict[str, dict[str, Any]]] = defaultdict(dict)
-    for s in results.get("samples", []):
+    for s in [*results.get("samples", []), *(extra or [])]:
         # with several epochs, the drill-down shows the first
         cells[(s["trace"], int(s["point"]))].setdefault(s["prompt"], s)
     out = []
@@ -382,7 +387,7 @@ def _drilldown(results: dict[str, Any], prompts: list[str], corpus: SourceCorpus
             {"id": _sample_id(trace, point), "trace": trace, "point": point, "facts": facts, "summaries": summaries,
              "synthetic": first.get("synthetic"), "history_tokens": first.get("history_tokens"),
              "recalls": [(p, by_prompt[p]["recall"]) for p in shown],
-             "critical_lost_best": len(by_prompt[shown[0]].get("critical_lost", [])) if shown[0] == prompts[0] else 0}
+             "critical_lost_best": len(by_prompt[shown[0]].get("critical_lost", [])) if shown and shown[0] == prompts[0] else 0}
         )
     return out
 
@@ -402,7 +407,51 @@ def _comparison_view(gate: Any, categories: list[str]) -> dict[str, Any]:
                 ],
             }
         )
-    return {"cmp": cmp, "gate": gate, "rows": rows}
+    return {"cmp": cmp, "gate": gate, "rows": rows, "diffs": []}
+
+
+def _prompt_sources(results: dict[str, Any], bases: list[Path]) -> dict[str, tuple[str, str]]:
+    """Each prompt of a run -> (file, template text), from the prompt paths it recorded
+    (found as given or under `bases`); prompts whose files are gone are absent."""
+    from compaction_eval.contracts.prompts import load_candidates
+
+    config = results.get("config") or {}
+    given = results.get("inputs_as_given") or {}
+    paths = _resolve([*(config.get("prompts") or []), *(given.get("prompts") or [])], bases)
+    out: dict[str, tuple[str, str]] = {}
+    for path in paths:
+        try:
+            found = load_candidates([path])
+        except (ContractError, OSError):
+            continue
+        for cand in found:
+            if cand.name not in out and cand.path is not None:
+                out[cand.name] = (str(cand.path), Path(cand.path).read_text(encoding="utf-8"))
+    return out
+
+
+def template_diffs(baseline: dict[str, Any], results: dict[str, Any], cmp: Comparison, *,
+                   bases: list[Path] | None = None) -> list[dict[str, Any]]:
+    """The unified diff of each compared prompt's template against its baseline partner's
+    (what changed between the two runs' prompts); identical templates are left out, and a
+    template whose file is gone says so."""
+    import difflib
+
+    bases = bases or [Path.cwd()]
+    mine, theirs = _prompt_sources(results, bases), _prompt_sources(baseline, bases)
+    out = []
+    for pc in cmp.prompts:
+        new, old = mine.get(pc.prompt), theirs.get(pc.partner)
+        if new is None or old is None:
+            out.append({"prompt": pc.prompt, "partner": pc.partner, "diff": None,
+                        "missing": "candidate" if new is None else "baseline"})
+            continue
+        if new[1] == old[1]:
+            continue
+        diff = "".join(difflib.unified_diff(old[1].splitlines(keepends=True), new[1].splitlines(keepends=True),
+                                            fromfile=f"baseline {pc.partner}: {old[0]}", tofile=f"candidate {pc.prompt}: {new[0]}"))
+        out.append({"prompt": pc.prompt, "partner": pc.partner, "diff": diff, "missing": None})
+    return out
 
 
 def fixes_view(results: dict[str, Any]) -> dict[str, Any] | None:
@@ -617,8 +666,15 @@ def build_context(
     baseline: dict[str, Any] | None = None,
     baseline_name: str | None = None,
     corpus: SourceCorpus | None = None,
+    pairs: dict[str, str] | None = None,
+    allow_new: bool = True,
+    bases: list[Path] | None = None,
 ) -> dict[str, Any]:
-    """Everything the templates need, computed from the run's documents."""
+    """Everything the templates need, computed from the run's documents.
+
+    With a `baseline`, the gate's comparison (prompts paired by name or by `pairs`; a new
+    prompt fails only when `allow_new` is False, as in the gate) and both runs side by side.
+    `bases` are where the runs' prompt files are looked for (template diffs)."""
     ctx: dict[str, Any] = {
         "results": results,
         "horizon": _horizon_view(horizon) if horizon else None,
@@ -640,18 +696,7 @@ def build_context(
     categories = [c for c in CATEGORIES if c in present]
     board = _leaderboard(results, categories)
     prompts = [r["prompt"] for r in board]
-    frontier, front = _frontier(board)
-    ctx.update(
-        categories=categories,
-        board=board,
-        verdict=_verdict(results, board),
-        frontier=frontier,
-        front=front,
-        heat=_heat(board, categories),
-        samples=_drilldown(results, prompts, corpus),
-        corpus_note=corpus.missing,
-        prompts=prompts,
-    )
+    gate = None
     if baseline is not None:
         from compaction_eval.gate.rules import GateInputError, gate_runs
 
@@ -660,12 +705,40 @@ def build_context(
             # settings (budget, model) are compared, as `gate --allow-setting-changes` does, and
             # the gate's warning names the difference
             gate = gate_runs(baseline, results, allow_setting_changes=True, baseline_path=baseline_name or "baseline",
-                             candidate_path=str(results.get("run") or "this run"))
+                             candidate_path=str(results.get("run") or "this run"), pairs=pairs, allow_new=allow_new)
             ctx["comparison"] = _comparison_view(gate, categories)
+            ctx["comparison"]["diffs"] = template_diffs(baseline, results, gate.comparison, bases=bases)
         except (GateInputError, CorpusMismatch) as exc:
             ctx["comparison_error"] = [str(p) for p in exc.problems]
         ctx["baseline_name"] = baseline_name or baseline.get("run")
+    # the baseline's partners of the compared prompts join the frontier, the heat map and the
+    # drill-down (as `handoff (baseline)`), so the page shows both runs, not only this one
+    partners = {pc.partner: pc.partner + BASELINE_SUFFIX for pc in gate.comparison.prompts} if gate is not None else {}
+    base_board = [r | {"prompt": partners[r["prompt"]], "baseline": True}
+                  for r in _leaderboard(baseline or {}, categories) if r["prompt"] in partners]
+    both = sorted(board + base_board, key=lambda r: -(_num(r.get("recall")) or 0.0)) if base_board else board
+    frontier, front = _frontier(both)
+    extra = _baseline_samples(baseline or {}, partners)
+    order = [n for p in prompts for n in (p, partners.get(_partner_of(gate, p), "")) if n]
+    ctx.update(
+        categories=categories,
+        board=board,
+        verdict=_verdict(results, board),
+        frontier=frontier,
+        front=front,
+        heat=_heat(both, categories),
+        samples=_drilldown(results, list(dict.fromkeys(order + list(partners.values()))), corpus, extra),
+        corpus_note=corpus.missing,
+        prompts=prompts,
+    )
     return ctx
+
+
+def _partner_of(gate: Any, prompt: str) -> str:
+    """The baseline prompt a prompt of this run was compared with ("" when not compared)."""
+    if gate is None:
+        return ""
+    return next((pc.partner for pc in gate.comparison.prompts if pc.prompt == prompt), "")
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -677,10 +750,21 @@ def _fmt(x: Any, digits: int = 2) -> str:
 
 
 def _signed(x: Any, digits: int = 3) -> str:
+    """A signed difference with enough digits to see its sign: -0.004 at 2 digits is
+    `-0.004`, never `+0.00` (a regression must not read as no change); float noise (below
+    1e-9) is zero.
+
+    >>> _signed(-0.004, 2), _signed(0.05, 2), _signed(1e-15), _signed(0.0)
+    ('-0.004', '+0.05', '+0.000', '+0.000')
+    """
     x = _num(x)
     if x is None:
         return "–"
-    return f"{round(x, digits) + 0.0:+.{digits}f}"  # + 0.0: no "-0.000" for a tiny negative
+    if abs(x) < 1e-9:
+        return f"{0.0:+.{digits}f}"
+    while round(x, digits) == 0 and digits < 9:
+        digits += 1
+    return f"{x:+.{digits}f}"
 
 
 def _compact(x: Any) -> str:
@@ -774,6 +858,8 @@ def render_report(
     labels: list[str] | None = None,
     allow_setting_changes: bool = False,
     history: Path | None = None,
+    pairs: dict[str, str] | None = None,
+    allow_new: bool = True,
 ) -> Path:
     """Write the HTML report of a run directory and return its path.
 
@@ -789,6 +875,8 @@ def render_report(
             shape or focus (refused otherwise, as by the gate).
         history: a run history database (`compaction-eval history`): adds the "over time"
             section.
+        pairs, allow_new: as the gate's (`--pair mine=handoff`, `--allow-new`); a report
+            shows a new prompt's numbers whatever `allow_new` says, the verdict follows it.
 
     Raises ContractError when the directory holds no results.
     """
@@ -815,7 +903,8 @@ def render_report(
     corpus = load_source_corpus(results, run_dir, traces, labels) if results else None
     matchers = read_matchers(run_dir) if run_dir.is_dir() else None
     context = build_context(
-        results, horizon=horizon, matchers=matchers, baseline=base, baseline_name=str(baseline) if baseline else None, corpus=corpus
+        results, horizon=horizon, matchers=matchers, baseline=base, baseline_name=str(baseline) if baseline else None, corpus=corpus,
+        pairs=pairs, allow_new=allow_new, bases=[Path.cwd(), *run_dir.resolve().parents],
     )
     target = Path(out) if out is not None else (run_dir if run_dir.is_dir() else run_dir.parent) / REPORT_FILE
     if tune is not None:

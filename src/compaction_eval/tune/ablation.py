@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compaction_eval.contracts.paths import TUNE_CORPUS
+from compaction_eval.contracts.paths import DEFAULTS
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import HEADER_BLOCK, Candidate, load_candidate
 from compaction_eval.contracts.settings import (
@@ -172,8 +172,8 @@ class TuneConfig:
     prompt: str
     suite: str = "recall"
     tolerance: float = 0.02
-    traces: list[str] = field(default_factory=lambda: list(TUNE_CORPUS["traces"]))
-    labels: list[str] = field(default_factory=lambda: list(TUNE_CORPUS["labels"]))
+    traces: list[str] = field(default_factory=lambda: list(DEFAULTS["traces"]))
+    labels: list[str] = field(default_factory=lambda: list(DEFAULTS["labels"]))
     model: str = DEFAULT_MODEL
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     worlds: list[str] | None = None

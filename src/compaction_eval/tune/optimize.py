@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compaction_eval.contracts.paths import TUNE_CORPUS
+from compaction_eval.contracts.paths import DEFAULTS
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import Candidate, load_candidate, load_candidates
 from compaction_eval.contracts.settings import DEFAULT_MODEL, CompactionSettings
@@ -65,8 +65,8 @@ class OptimizeConfig:
     prompt: str
     optimiser: str = STANDIN_OPTIMISER
     rounds: int = 3
-    traces: list[str] = field(default_factory=lambda: list(TUNE_CORPUS["traces"]))
-    labels: list[str] = field(default_factory=lambda: list(TUNE_CORPUS["labels"]))
+    traces: list[str] = field(default_factory=lambda: list(DEFAULTS["traces"]))
+    labels: list[str] = field(default_factory=lambda: list(DEFAULTS["labels"]))
     model: str = DEFAULT_MODEL
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     others: list[str] = field(default_factory=list)
@@ -249,6 +249,48 @@ def _ask_model(config: OptimizeConfig, request: str, log_dir: Path) -> str:
 # ----------------------------------------------------------------------------- the loop
 
 
+def why_nothing(failures: PromptSuggestions, config: OptimizeConfig, rnd: int) -> str:
+    """Why a round proposes no edit, in one line: nothing was lost, or what was lost has no
+    template edit (only advice, such as a larger budget), or every edit was already tried."""
+    if not failures.lost:
+        return f"nothing to fix: the prompt lost none of the {failures.expected} facts expected on the tune split; stopped"
+    causes: dict[str, int] = {}
+    for by_cause in failures.by_category.values():
+        for cause, n in by_cause.items():
+            causes[cause] = causes.get(cause, 0) + n
+    lost = ", ".join(f"{cause.replace('_', ' ')} {n}" for cause, n in sorted(causes.items(), key=lambda x: -x[1]))
+    advice = [e.title for e in failures.edits if not e.applied]
+    who = "the offline optimiser stand-in applies only suggest's template edits" if config.stand_in else "the optimiser returned the same template"
+    line = f"no edit proposed for the {failures.lost} facts lost on the tune split ({lost}): {who}"
+    if rnd > 1:
+        line += " and those not yet tried"
+    if advice:
+        line += "; advice that is not a template edit: " + "; ".join(dict.fromkeys(advice))
+    return line + "; stopped"
+
+
+def other_prompts(refs: list[str]) -> list[Candidate]:
+    """`--others`: prompt files, directories, the default name `prompts`, or prompt names
+    (`handoff`), found in the project or, outside one, in the package's prompts, so that
+    `--others handoff` works from any directory."""
+    from compaction_eval.contracts.paths import resolve_input, resolve_inputs
+
+    paths: list[str] = []
+    named: list[str] = []
+    for ref in refs:
+        path = resolve_input(ref)
+        (paths if path.exists() else named).append(str(path) if path.exists() else ref)
+    found = load_candidates(paths) if paths else []
+    if named:
+        shipped = {c.name: c for c in load_candidates([str(p) for p in resolve_inputs(None, "prompts")])}
+        missing = [n for n in named if n not in shipped]
+        if missing:
+            raise ContractError([Problem("--others", n, f"no prompt file or prompt named {n!r} (prompts: {', '.join(sorted(shipped))})")
+                                 for n in missing])
+        found += [shipped[n] for n in named]
+    return found
+
+
 def _measure(config: OptimizeConfig, prompts: list[str], run_dir: Path) -> dict[str, Any]:
     from compaction_eval.recall.run import RecallConfig, run_recall
 
@@ -281,7 +323,7 @@ def optimize(config: OptimizeConfig, *, out_prompt: Path | None = None, log=lamb
     current_text = candidate.path.read_text(encoding="utf-8")
     current_path.write_text(current_text, encoding="utf-8")
 
-    others = [str(c.path) for c in load_candidates(config.others) if c.name != candidate.name] if config.others else []
+    others = [str(c.path) for c in other_prompts(config.others) if c.name != candidate.name] if config.others else []
     log(f"optimize: round 0: measuring {candidate.name}" + (f" with {len(others)} other prompt(s) for context" if others else ""))
     results = _measure(config, [str(current_path), *others], work / "round-00" / "run")
     traces = sorted({s["trace"] for s in results["samples"]})
@@ -316,8 +358,9 @@ def optimize(config: OptimizeConfig, *, out_prompt: Path | None = None, log=lamb
             edits = ["model revision" + (f" (+fields: {', '.join(added)})" if added else "")]
         tried.update(edits)
         if proposal == current_text:
-            history.append(Step(rnd, edits, "", None, None, None, [], False, "no further edit proposed: stopped"))
-            log(f"optimize: round {rnd}: no further edit proposed")
+            why = why_nothing(failures, config, rnd)
+            history.append(Step(rnd, edits, "", None, None, None, [], False, why))
+            log(f"optimize: round {rnd}: {why}")
             break
         prop_dir = work / f"round-{rnd:02d}" / "prompt"
         prop_dir.mkdir(parents=True, exist_ok=True)

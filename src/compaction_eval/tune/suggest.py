@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compaction_eval.contracts.labels import CATEGORIES, load_labels
+from compaction_eval.contracts.labels import CATEGORIES
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import (
     CATEGORY_FIELDS,
@@ -140,18 +140,9 @@ def field_for(category: str, fields: tuple[str, ...]) -> str | None:
 
 def _fact_index(results: dict[str, Any]) -> dict[tuple[str, str], Any]:
     """(trace, fact id) -> the labelled Fact, from the labels the run was made on."""
-    from compaction_eval.corpus.load import label_paths
+    from compaction_eval.corpus.load import run_labels
 
-    out: dict[tuple[str, str], Any] = {}
-    paths = [Path(p) for p in results.get("config", {}).get("labels", []) if Path(p).exists()]
-    for path in label_paths(paths) if paths else []:
-        try:
-            lab = load_labels(path)
-        except ContractError:
-            continue
-        for f in lab.facts:
-            out[(lab.trace, f.id)] = f
-    return out
+    return {(lab.trace, f.id): f for lab in run_labels(results).values() for f in lab.facts}
 
 
 def classify(sample: dict[str, Any], fact: dict[str, Any], label: Any, fields: tuple[str, ...]) -> tuple[str, str]:

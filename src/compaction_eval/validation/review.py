@@ -26,12 +26,14 @@ _WORDS = {"kept": True, "lost": False}
 
 def uncertain_verdicts(results: dict[str, Any]) -> list[dict[str, Any]]:
     """Every uncertain fact verdict of a run: sample, fact, units, verdict, probability."""
+    labels = _labels(results)
     out = []
     for s in results.get("samples", []):
         for f in s.get("facts", []):
             if f.get("uncertain"):
                 out.append({"trace": s["trace"], "point": s["point"], "prompt": s["prompt"], "epoch": s.get("epoch", 1),
-                            "fact": f["id"], "category": f["category"], "verdict": "kept" if f["kept"] else "lost",
+                            "fact": f["id"], "category": f["category"], **_fact_text(labels, s["trace"], f["id"]),
+                            "verdict": "kept" if f["kept"] else "lost",
                             "probability": f.get("probability"), "units": [u for u in (f.get("evidence"), f.get("note")) if u]})
     return out
 
@@ -43,36 +45,45 @@ def format_uncertain(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         p = "-" if r["probability"] is None else f"{r['probability']:.2f}"
         lines.append(f"  {r['trace']}@{r['point']} {r['prompt']}: {r['fact']} ({r['category']}) {r['verdict']} p={p}")
+        if r.get("text"):
+            lines.append(f"      fact: {r['text'][:200]}")
+            lines.append(f"      keys: {', '.join(r['keys'])}")
         for u in r["units"]:
             lines.append(f"      | {u[:160]}")
     return "\n".join(lines)
 
 
-def _labels_paths(results: dict[str, Any]) -> dict[str, str]:
-    """Each trace id -> its labels file, from the run's configured labels paths."""
-    from compaction_eval.contracts.labels import load_labels
+def _labels(results: dict[str, Any]) -> dict[str, Any]:
+    """Each trace id -> its Labels, from the run's recorded labels (selectors included)."""
+    from compaction_eval.corpus.load import run_labels
 
-    out: dict[str, str] = {}
-    for entry in (results.get("config") or {}).get("labels") or []:
-        p = Path(entry)
-        for f in sorted(p.rglob("*.yaml")) if p.is_dir() else [p]:
-            try:
-                out.setdefault(load_labels(f).trace, str(f.resolve()))
-            except (ContractError, OSError, ValueError, KeyError, TypeError):
-                continue
-    return out
+    return run_labels(results, traces={s["trace"] for s in results.get("samples", [])})
+
+
+def _labels_file(labels: dict[str, Any], trace: str) -> str | None:
+    path = getattr(labels.get(trace), "path", None)
+    return str(Path(path).resolve()) if path is not None else None
+
+
+def _fact_text(labels: dict[str, Any], trace: str, fact: str) -> dict[str, Any]:
+    """The labelled text and keys of a fact (empty when its labels were not found): a
+    reviewer judges a summary against what the fact says, not against its id."""
+    lab = labels.get(trace)
+    found = next((f for f in lab.facts if f.id == fact), None) if lab is not None else None
+    return {"text": found.text, "keys": list(found.keys)} if found is not None else {}
 
 
 def review_file(results: dict[str, Any]) -> dict[str, Any]:
     """The editable review document: one entry per sample with an uncertain verdict."""
-    labels = _labels_paths(results)
+    labels = _labels(results)
     entries = []
     for s in results.get("samples", []):
         if not any(f.get("uncertain") for f in s.get("facts", [])):
             continue
         facts = []
         for f in s["facts"]:
-            row = {"id": f["id"], "category": f["category"], "scorer": "kept" if f["kept"] else "lost",
+            row = {"id": f["id"], "category": f["category"], **_fact_text(labels, s["trace"], f["id"]),
+                   "scorer": "kept" if f["kept"] else "lost",
                    "probability": f.get("probability"), "units": [u for u in (f.get("evidence"), f.get("note")) if u]}
             if f.get("uncertain"):
                 row |= {"uncertain": True, "judgment": None, "reason": ""}
@@ -81,7 +92,7 @@ def review_file(results: dict[str, Any]) -> dict[str, Any]:
             facts.append(row)
         entries.append({
             "id": f"review-{s['prompt']}-{s['trace']}-{s['point']}-e{s.get('epoch', 1)}",
-            "trace": s["trace"], "labels": labels.get(s["trace"]), "point": s["point"], "prompt": s["prompt"],
+            "trace": s["trace"], "labels": _labels_file(labels, s["trace"]), "point": s["point"], "prompt": s["prompt"],
             "style": "extractive" if results.get("offline_stand_in") else "thorough",
             "text": s["summary"], "facts": facts,
             "avoid": {a["id"]: ["present" if a["present"] else "absent", "scorer verdict: check it"] for a in s.get("avoid", [])},
@@ -105,10 +116,33 @@ def write_review(results: dict[str, Any], path: Path) -> int:
     return len(doc["summaries"])
 
 
+def _gold_targets(gold: Path, traces: list[str], where: str) -> dict[str, Path]:
+    """The gold file of each trace. `gold` is one file (a gold file holds one trace) or a
+    folder (labels/gold layout): there each trace goes to the file that already holds it,
+    else to `<trace>.yaml`, so a review that spans several traces lands in one step."""
+    if gold.suffix in (".yaml", ".yml") and not gold.is_dir():
+        existing = yaml.safe_load(gold.read_text(encoding="utf-8")) if gold.is_file() else None
+        named = set(traces) | ({existing.get("trace")} if isinstance(existing, dict) else set())
+        if len(named) != 1:
+            raise ContractError([Problem(where, "summaries", f"a gold file holds one trace; the review and {gold} name {sorted(map(str, named))}: "
+                                         f"name a folder (--gold {gold.parent}/) to write one gold file per trace")])
+        return {traces[0]: gold}
+    held: dict[str, Path] = {}
+    for f in sorted(gold.glob("*.yaml")) if gold.is_dir() else []:
+        try:
+            data = yaml.safe_load(f.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("trace"), str):
+            held.setdefault(data["trace"], f)
+    return {t: held.get(t) or gold / f"{''.join(ch if ch.isalnum() or ch in '-_.' else '_' for ch in t)}.yaml" for t in traces}
+
+
 def apply_review(review_path: Path, gold_path: Path) -> int:
-    """Append the reviewed summaries to `gold_path` (created if missing) in the gold format;
-    returns the number of summaries added. Checks everything before writing anything."""
-    from compaction_eval.validation.matchers import SCHEMA, load_gold_file
+    """Append the reviewed summaries to the gold files (created if missing) in the gold
+    format; returns the number of summaries added. `gold_path` is a file (a review of one
+    trace) or a folder (one gold file per trace). Checks everything before writing anything."""
+    from compaction_eval.validation.matchers import SCHEMA
 
     where = str(review_path)
     try:
@@ -121,13 +155,10 @@ def apply_review(review_path: Path, gold_path: Path) -> int:
     entries = doc.get("summaries") or []
     if not entries:
         raise ContractError([Problem(where, "summaries", "nothing to apply")])
-    traces = {e.get("trace") for e in entries}
-    existing = yaml.safe_load(gold_path.read_text(encoding="utf-8")) if gold_path.is_file() else None
-    if existing is not None:
-        traces.add(existing.get("trace"))
-    if len(traces) != 1:
-        raise ContractError([Problem(where, "summaries", f"a gold file holds one trace; the review and {gold_path} name {sorted(map(str, traces))}: use one gold file per trace")])
-    new = []
+    traces = list(dict.fromkeys(str(e.get("trace")) for e in entries))
+    targets = _gold_targets(gold_path, traces, where)
+    by_trace: dict[str, list[dict[str, Any]]] = {t: [] for t in traces}
+    first_of: dict[str, tuple[int, dict[str, Any]]] = {}
     for i, e in enumerate(entries):
         facts = {}
         for j, f in enumerate(e.get("facts") or []):
@@ -138,36 +169,55 @@ def apply_review(review_path: Path, gold_path: Path) -> int:
             if f.get("uncertain") and not reason:
                 problems.append(Problem(where, f"summaries[{i}].facts[{j}] ({f.get('id')})", "a one-line reason is required"))
             facts[str(f["id"])] = [j_word, reason or "judged in review"]
-        new.append({"id": str(e["id"]), "point": e["point"], "style": e.get("style", "thorough"), "split": "tune",
-                    "text": e["text"], "facts": facts, "avoid": e.get("avoid") or {}, "irrelevant": []})
+        trace = str(e.get("trace"))
+        first_of.setdefault(trace, (i, e))
+        by_trace[trace].append({"id": str(e["id"]), "point": e["point"], "style": e.get("style", "thorough"), "split": "tune",
+                                "text": e["text"], "facts": facts, "avoid": e.get("avoid") or {}, "irrelevant": []})
     if problems:
         raise ContractError(problems)
-    first = entries[0]
-    if existing is None:
-        if not first.get("labels"):
-            raise ContractError([Problem(where, "summaries[0].labels", "the labels file of the trace is unknown: fill it in")])
-        existing = {"schema": SCHEMA, "trace": first["trace"], "labels": first["labels"], "judged_by": "human (review)",
-                    "split": "tune", "summaries": []}
-    ids = {s["id"] for s in existing.get("summaries") or []}
-    dup = [s["id"] for s in new if s["id"] in ids]
-    if dup:
-        raise ContractError([Problem(str(gold_path), "summaries", f"already holds {dup}")])
-    existing["summaries"] = list(existing.get("summaries") or []) + new
-    # write to a temp file beside, check it loads as gold, then replace: no partial gold file
+    docs: dict[Path, dict[str, Any]] = {}
+    for trace, new in by_trace.items():
+        target = targets[trace]
+        existing = yaml.safe_load(target.read_text(encoding="utf-8")) if target.is_file() else None
+        if existing is None:
+            i, first = first_of[trace]
+            if not first.get("labels"):
+                raise ContractError([Problem(where, f"summaries[{i}].labels", f"the labels file of trace {trace!r} is unknown: fill it in")])
+            existing = {"schema": SCHEMA, "trace": trace, "labels": first["labels"], "judged_by": "human (review)",
+                        "split": "tune", "summaries": []}
+        ids = {s["id"] for s in existing.get("summaries") or []}
+        dup = [s["id"] for s in new if s["id"] in ids]
+        if dup:
+            raise ContractError([Problem(str(target), "summaries", f"already holds {dup}")])
+        existing["summaries"] = list(existing.get("summaries") or []) + new
+        docs[target] = existing
+    _write_gold_files(docs)
+    return sum(len(new) for new in by_trace.values())
+
+
+def _write_gold_files(docs: dict[Path, dict[str, Any]]) -> None:
+    """Write each gold file to a temp file beside it and check that it loads as gold, all of
+    them, then replace: a review that fails anywhere leaves no gold file changed."""
     import os
     import tempfile
 
-    gold_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{gold_path.stem}.", suffix=".yaml", dir=gold_path.parent)
+    from compaction_eval.validation.matchers import load_gold_file
+
+    staged: list[tuple[str, Path]] = []
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            yaml.safe_dump(existing, fh, sort_keys=False, allow_unicode=True, width=120)
-        load_gold_file(Path(tmp))
-        os.replace(tmp, gold_path)
+        for target, doc in docs.items():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".yaml", dir=target.parent)
+            staged.append((tmp, target))
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                yaml.safe_dump(doc, fh, sort_keys=False, allow_unicode=True, width=120)
+            load_gold_file(Path(tmp))
+        for tmp, target in staged:
+            os.replace(tmp, target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
         raise
-    return len(new)
 
 
 def refit(gold_dir: Path, out: Path) -> dict[str, Any]:
