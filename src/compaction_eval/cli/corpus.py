@@ -32,6 +32,9 @@ def cmd_lint(args: argparse.Namespace) -> int:
                    "problems": [{"file": p.file, "place": p.place, "message": p.message} for p in problems],
                    "skipped": [str(p) for p in skipped], "warnings": list(draft_warnings(paths))})
         return 1 if problems else 0
+    if not paths:
+        print(f"lint: {n_prompts} prompt(s): {f'{len(problems)} problem(s)' if problems else 'ok'}", file=sys.stderr)
+        return 1 if problems else 0
     for p in found:  # the prompt lint printed its own
         print(p)
     for path in skipped:
