@@ -15,16 +15,21 @@ def cmd_lint(args: argparse.Namespace) -> int:
     from compaction_eval.corpus.lint import draft_warnings, lint
 
     paths = [Path(p) for p in (args.paths or [*DEFAULT_TRACES, *DEFAULT_LABELS])]
-    traces, labels, problems, skipped = lint(paths, [Path(d) for d in args.traces])
+    warnings: list = []
+    traces, labels, problems, skipped = lint(paths, [Path(d) for d in args.traces], warnings=warnings)
     for p in problems:
         print(p)
+    for w in warnings:
+        print(f"warning: {w}")
     for path in skipped:
         print(f"note: skipped {path}: JSON that is not a trace", file=sys.stderr)
     for warning in draft_warnings(paths):
         print(warning, file=sys.stderr)
     status = f"{len(problems)} problem(s)" if problems else "ok"
+    if warnings:
+        status += f", {len(warnings)} key warning(s)" + (" (--strict: failing)" if args.strict else "")
     print(f"lint: {traces} trace file(s), {labels} labels file(s): {status}", file=sys.stderr)
-    return 1 if problems else 0
+    return 1 if problems or (args.strict and warnings) else 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -76,9 +81,13 @@ def cmd_corpus_export(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("lint", help="check traces and labels; every problem with file and place")
+    p = sub.add_parser("lint", help="check traces and labels; every problem with file and place",
+                       epilog=f"How to write labels and keys (the key rule lint checks): {labels_doc()}")
     p.add_argument("paths", nargs="*", help=f"files or directories (default: {' '.join(DEFAULT_TRACES + DEFAULT_LABELS)})")
     p.add_argument("--traces", nargs="*", default=DEFAULT_TRACES, help="where the traces of linted labels live")
+    p.add_argument("--strict", action="store_true",
+                   help="also fail (exit 1) on key warnings: weak keys, fact texts that leak later events, "
+                        "current avoid items, compound facts")
     p.set_defaults(func=cmd_lint)
 
     p = sub.add_parser("import", help="convert traces from other formats into trace@1 files")
@@ -87,7 +96,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_import)
 
-    p = sub.add_parser("labels", help="work on labels files (draft)")
+    p = sub.add_parser("labels", help="work on labels files (draft)",
+                       epilog=f"The labels format, with the key rule and a worked example: {labels_doc()}")
     labels_sub = p.add_subparsers(dest="labels_command", required=True)
     q = labels_sub.add_parser("draft", help="propose candidate facts at a point, as a labels file to edit")
     q.add_argument("trace", help="a trace file (trace@1 or any importable format)")
@@ -107,6 +117,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--name", default="compaction-eval corpus", help="the dataset's name in its card")
     _corpus_inputs(q)
     q.set_defaults(func=cmd_corpus_export)
+
+
+def labels_doc() -> Path:
+    """The labels-format document shipped in the package (docs/labels.md)."""
+    import compaction_eval
+
+    return Path(compaction_eval.__file__).parent / "docs" / "labels.md"
 
 
 def _corpus_inputs(p: argparse.ArgumentParser) -> None:
