@@ -104,6 +104,20 @@ def _bounded(key: str) -> re.Pattern[str]:
     return re.compile(r"(?<![a-z0-9_])" + re.escape(fold(key)) + r"(?![a-z0-9_])")
 
 
+def message_share(key: str, folded: list[str]) -> tuple[int, int]:
+    """(messages naming the key as a whole token, messages) among folded message texts."""
+    pattern = _bounded(key)
+    return sum(bool(pattern.search(t)) for t in folded), len(folded)
+
+
+def is_generic(key: str, folded: list[str]) -> bool:
+    """A common word, or a plain word found in a large share of the folded messages."""
+    if fold(key) in COMMON_WORDS:
+        return True
+    hits, n = message_share(key, folded)
+    return is_plain_word(key) and hits >= GENERIC_MIN_MESSAGES and hits >= GENERIC_SHARE * n
+
+
 # ---------------------------------------------------------------------------- key shapes
 
 
@@ -185,9 +199,7 @@ class _TraceText:
         return next((i for i, t in enumerate(self.folded) if needle in t), None)
 
     def share(self, key: str, upto: int) -> tuple[int, int]:
-        pattern = _bounded(key)
-        msgs = self.folded[:upto]
-        return sum(bool(pattern.search(t)) for t in msgs), len(msgs)
+        return message_share(key, self.folded[:upto])
 
     @property
     def words(self) -> Counter[str]:
