@@ -261,3 +261,25 @@ def test_lint_help_names_the_labels_doc(capsys):
     out = capsys.readouterr().out
     doc = out.split("lint checks):", 1)[1].split()[0]
     assert Path(doc).name == "labels.md" and Path(doc).is_file()
+
+
+def test_text_after_point_spares_a_shortened_quote_and_a_labellers_slash():
+    # labels/real/session-2025-12-30T18-12-d5169a00.yaml: the kernel line of message 18,
+    # quoted with "..." for its middle, is known at point 19 (only the agent's own quote of
+    # the whole line comes at 19); "proxy/tunnel" (343e3472-...) is wording, not a path
+    facts = """  - id: bug-flip-timeout
+    category: bug
+    text: >-
+      Root symptom after resume: kernel "[drm:nv_drm_atomic_commit [nvidia_drm]] *ERROR* ...
+      Flip event timeout on head 0" at 10:11:02.
+    keys: ["Flip event timeout"]
+    source: [18]
+"""
+    assert warnings("session-2025-12-30T18-12-d5169a00", [19], facts) == []
+    facts = """  - id: zima-hostname
+    category: artifact
+    text: The zima server is reached as zima.thisness.us, behind a Cloudflare proxy/tunnel.
+    keys: ["zima.thisness.us"]
+    source: [32]
+"""
+    assert warnings("343e3472-b9b6-4561-ade0-21d1a4730c11", [33], facts) == []

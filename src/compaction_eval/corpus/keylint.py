@@ -334,9 +334,11 @@ def text_anchors(text: str) -> list[str]:
     numbers of two or more digits (single digits are counts of prose, `3 subkeys`)."""
     found: list[str] = []
     for m in _QUOTED.finditer(text):
-        found.append(m.group(1) or m.group(2))
+        # a quote the labeller shortened with "..." is checked piece by piece
+        found += [part.strip() for part in re.split(r"\.\.\.|\u2026", m.group(1) or m.group(2))]
     rest = _QUOTED.sub(" ", text)
-    found += _PATHISH.findall(rest)
+    # a labeller's `proxy/tunnel` or `ubuntu/windows/macos` is wording, not a path
+    found += [p for p in (q.rstrip(".,;:") for q in _PATHISH.findall(rest)) if re.search(r"^[~./]|[._\d]", p)]
     found += _IDENT.findall(rest)
     found += [h for h in _HEX.findall(rest) if re.search(r"[a-fA-F]", h) and re.search(r"\d", h)]
     found += [n for n in _NUMBER.findall(rest) if len(n.replace(",", "").replace(".", "").replace(":", "")) >= 2]
