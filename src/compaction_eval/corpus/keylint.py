@@ -5,12 +5,14 @@ would not contain makes a false miss, and a key found everywhere makes a false k
 here flags one measurable shape of that, in the labels file, the fact and the key it names:
 
 - `phrase-key`: a meaning-category key that is a phrase of ordinary words (`commit and push`),
-  not an anchor (path, identifier, command, ID, number, error text, tool name);
+  not an anchor (path, identifier, command, ID, number, error text, tool name); words found in
+  tool calls or output (error text, commands), names in capitals and a tool with one word
+  (`git push`) are anchors;
 - `quote-key`: a user's typo (`stictist config`) or a quote a paraphrase would correct:
   shouting (`DO NOT MODIFY`), a contraction without its apostrophe (`dont block ...`), a number
   wrapped in the source's words (`leaks found: 39`);
-- `generic-key`: a common word (`test`, `push`, `GitHub`) or a word in a large share of the
-  trace's messages;
+- `generic-key`: a common word (`test`, `push`, `GitHub`) or, in a meaning category, a plain
+  word found in a large share of the trace's messages (an identifier or path never is);
 - `key-not-in-source`: a fact's key that none of its source messages contains (taken from the
   labeller's own wording, or from another message than the ones that establish the fact; keys
   from the system prompt or the first message, the standing instructions, are exempt);
@@ -18,12 +20,13 @@ here flags one measurable shape of that, in the labels file, the fact and the ke
   that the trace first shows after the fact's first expected point;
 - `avoid-current`: a superseded avoid item applied at a point before the message that
   supersedes it (one of its sources), where it still describes the current state;
-- `compound-fact`: a text listing many independent values (five or more numbers or anchors in
-  separate clauses), or a key set that needs anchors from three or more of its clauses, so
-  that a summary keeping most of it would be scored as losing all of it.
+- `compound-fact`: a key set that needs details from three or more clauses of the text, or a
+  text listing five or more numbers across clauses whose key set needs details from two of
+  them: a summary keeping most of the details would be scored as losing the fact.
 
 Precision matters more than recall here: a lint that cries wolf gets ignored, so each rule
-only fires on a shape that is wrong in every case seen in the shipped labels.
+fires only on a shape that was a real fault in (nearly) every shipped label it flagged, as
+read when the labels were re-keyed (README, "Keys that mean something").
 """
 
 from __future__ import annotations
