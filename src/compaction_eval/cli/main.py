@@ -29,6 +29,7 @@ COMMANDS = (
     "compaction_eval.cli.suggest",
     "compaction_eval.cli.validation",  # validate-matchers
     "compaction_eval.cli.review",
+    "compaction_eval.cli.requests",  # requests export, requests import
 )
 
 
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     keep_inspect_local()
     try:
-        return args.func(args)
+        return run_command(args, sys.argv[1:] if argv is None else list(argv))
     except ContractError as exc:
         code = error(str(exc))
         for problem in exc.problems[1:]:
@@ -62,6 +63,17 @@ def main(argv: list[str] | None = None) -> int:
         return error(f"{type(exc).__name__}: {error_message(exc)} (set COMPACTION_EVAL_DEBUG=1 for the traceback)", 1)
     finally:
         journal_notes()
+
+
+def run_command(args: argparse.Namespace, argv: list[str]) -> int:
+    """Run the parsed command; a `recorded/` model that met a request it has no answer for
+    fails it (exit 2) even when the command wrote nothing (compaction.recorded)."""
+    from compaction_eval.compaction import recorded
+
+    recorded.reset(collect=getattr(args, "collect_requests", False), command=argv)
+    code = args.func(args)
+    recorded.check_complete()
+    return code
 
 
 def journal_notes() -> None:

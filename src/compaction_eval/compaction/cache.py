@@ -24,7 +24,7 @@ import anyio.lowlevel
 from inspect_ai.model import CachePolicy, ChatMessage, GenerateConfig, Model, ModelOutput
 
 from compaction_eval.compaction.journal import journal_root, open_journal
-from compaction_eval.contracts.settings import is_stand_in
+from compaction_eval.contracts.settings import is_recorded, is_stand_in
 from compaction_eval.contracts.tokens import count_tokens
 
 T = TypeVar("T")
@@ -37,7 +37,9 @@ _CPU_LOCK = threading.Lock()
 
 
 def use_generate_cache(model: Model | str) -> bool:
-    return not is_stand_in(model)
+    """Only paid answers are cached: not a stand-in's, not a recording's (already on disk,
+    and a placeholder for a missing answer must never be cached)."""
+    return not is_stand_in(model) and not is_recorded(model)
 
 
 async def generate_cached(

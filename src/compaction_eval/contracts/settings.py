@@ -43,6 +43,19 @@ def is_stand_in(model: object) -> bool:
     return str(model).startswith(STAND_IN_PROVIDERS)
 
 
+RECORDED_PROVIDER = "recorded/"
+
+
+def is_recorded(model: object) -> bool:
+    """True for `recorded/<file or dir>`: answers replayed from a recording (offline, not a
+    stand-in: who wrote them is stated with the results).
+
+    >>> is_recorded("recorded/fixtures/recorded/llm"), is_recorded("anthropic/x")
+    (True, False)
+    """
+    return str(model).startswith(RECORDED_PROVIDER)
+
+
 @dataclass(frozen=True)
 class CompactionSettings:
     """How one sample is compacted; two runs are comparable only when these agree.
