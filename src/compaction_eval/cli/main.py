@@ -15,6 +15,7 @@ import sys
 
 from compaction_eval.cli.common import error, keep_inspect_local
 from compaction_eval.cli.errors import error_message
+from compaction_eval.cli.session import add_session_flags, start_session
 from compaction_eval.cli.version import add_version_flag
 from compaction_eval.contracts.problems import ContractError
 
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS:
         importlib.import_module(module).register(sub)
+    add_session_flags(parser)
     return parser
 
 
@@ -71,7 +73,11 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
     from compaction_eval.compaction import recorded
 
     recorded.reset(collect=getattr(args, "collect_requests", False), command=argv)
-    code = args.func(args)
+    start_session(args)
+    try:
+        code = args.func(args)
+    finally:
+        recorded.stop_recording()
     recorded.check_complete()
     return code
 

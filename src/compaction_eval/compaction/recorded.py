@@ -524,6 +524,101 @@ __all__ = [
 ]
 
 
+# ---------------------------------------------------------------------------- --record
+
+
+@dataclass
+class Recorder:
+    """`--record FILE`: every answer a real provider gives is appended to FILE as it arrives."""
+
+    path: Path
+    written_by: str
+    keys: set[str] = field(default_factory=set)  # answered already (in the file or this run)
+
+
+RECORDER: Recorder | None = None
+_HOOKED = "_compaction_eval_recorder"
+
+
+def start_recording(path: Path | str, *, written_by: str) -> Recorder:
+    """Record every real model's answers into `path` from now on (appending: answers already
+    in the file are kept, and a request already answered there is not written again)."""
+    global RECORDER
+    path = Path(path)
+    recorder = Recorder(path, written_by)
+    if path.exists():
+        recorder.keys.update(load_recording(path).answers)
+    RECORDER = recorder
+    _hook_models()
+    return recorder
+
+
+def stop_recording() -> None:
+    global RECORDER
+    RECORDER = None
+
+
+def note_answer(model: str, input: Sequence[Any], tools: Sequence[Any], tool_choice: Any, output: Any) -> None:
+    """Append a real model's answer to the recording, before the caller sees it (so the harness
+    never acts on an answer that is not on disk). Stand-ins, recordings, errors and
+    content-filter stops are not recorded; nor is an answer holding a credential's value."""
+    from compaction_eval.compaction.journal import credentials_in
+    from compaction_eval.contracts.settings import is_stand_in
+
+    recorder = RECORDER
+    if recorder is None or is_stand_in(model) or model.startswith(PROVIDER):
+        return
+    if getattr(output, "error", None) or any(c.stop_reason == "content_filter" for c in getattr(output, "choices", [])):
+        return
+    key = request_key(canonical_request(input, tools, tool_choice))
+    body = output.model_dump(mode="json", exclude_none=True)
+    if key in recorder.keys or credentials_in(json.dumps(body).encode("utf-8")):
+        return
+    usage = output.usage.model_dump(exclude_none=True) if output.usage else None
+    rec = answer_record(key, output.completion, model=model, written_by=recorder.written_by, usage=usage,
+                        output=body, stop_reason=output.stop_reason)
+    append_records(recorder.path, [rec])
+    recorder.keys.add(key)
+
+
+def _hook_models() -> None:
+    """Wrap inspect's `Model.generate` once so that each model's provider `generate` is wrapped
+    (once per model) by `note_answer`. The answer journal's wrapper notes the calls it
+    serves itself (`compaction.cache.install_journal`), so each answer is noted once."""
+    from inspect_ai.model import Model
+
+    if getattr(Model, _HOOKED, False):
+        return
+    original = Model.generate
+
+    async def generate(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if RECORDER is not None:
+            install_recorder(self)
+        return await original(self, *args, **kwargs)
+
+    Model.generate = generate  # type: ignore[method-assign]
+    setattr(Model, _HOOKED, True)
+
+
+def install_recorder(model: Any) -> None:
+    from compaction_eval.compaction.cache import journaled_call
+
+    api = model.api
+    if getattr(api, _HOOKED, False):
+        return
+    provider_generate = api.generate
+    name = str(model)
+
+    async def recorded_generate(input: list[Any], tools: list[Any], tool_choice: Any, config: Any) -> Any:
+        result = await provider_generate(input=input, tools=tools, tool_choice=tool_choice, config=config)
+        if not journaled_call():  # the journal's wrapper notes its own calls
+            note_answer(name, input, tools, tool_choice, result[0] if isinstance(result, tuple) else result)
+        return result
+
+    api.generate = recorded_generate
+    setattr(api, _HOOKED, True)
+
+
 def _register() -> None:
     from compaction_eval.contracts.runfiles import COMMIT_CHECKS
 

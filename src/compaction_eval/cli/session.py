@@ -1,0 +1,51 @@
+"""The options every command that calls a model shares, added in one place.
+
+`add_session_flags` walks the parser built from `COMMANDS` and gives every subcommand with a
+model option (`--model`, `--judge-model`, `--optimiser`) the session's flags, so a command
+added later inherits them; `start_session` applies them before the command runs.
+
+- `--record FILE`: every answer a real provider gives is appended to FILE as it arrives
+  (durable before the harness acts on it), for `recorded/FILE` to replay without a key.
+- `--written-by TEXT`: who or what wrote the answers, stored with each recorded answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+MODEL_OPTIONS = ("--model", "--judge-model", "--optimiser")
+NOT_CALLING = ("requests",)  # `requests import --model` names who wrote answers: it calls nothing
+
+
+def model_commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """Each (sub)command that takes a model option: its name and its parser."""
+    out: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                if name in NOT_CALLING:
+                    continue
+                if any(opt in sub._option_string_actions for opt in MODEL_OPTIONS):
+                    out[name] = sub
+                for inner, deeper in model_commands(sub).items():
+                    out[f"{name} {inner}"] = deeper
+    return out
+
+
+def add_session_flags(parser: argparse.ArgumentParser) -> None:
+    for sub in model_commands(parser).values():
+        if "--record" not in sub._option_string_actions:
+            sub.add_argument("--record", metavar="FILE", help="append every answer of a real model to this recording as it arrives (replay it with --model recorded/FILE)")
+            sub.add_argument("--written-by", help="who or what wrote the recorded answers (default: the model, through its API)")
+
+
+def start_session(args: argparse.Namespace) -> None:
+    """Apply the session flags of a parsed command (before it runs)."""
+    from compaction_eval.compaction import recorded
+
+    recorded.stop_recording()
+    path = getattr(args, "record", None)
+    if path:
+        models = [getattr(args, name.lstrip("-").replace("-", "_"), None) for name in MODEL_OPTIONS]
+        who = getattr(args, "written_by", None) or f"{', '.join(m for m in models if m)} through its API (compaction-eval --record)"
+        recorded.start_recording(path, written_by=who)
