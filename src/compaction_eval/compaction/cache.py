@@ -56,7 +56,7 @@ async def generate_cached(
     answer journal too (a stand-in's answers cost nothing to ask again)."""
     if cache is None:
         cache = use_generate_cache(model)
-    if not cache:
+    if not cache or is_recorded(model):  # never cache a recording's placeholder for a missing answer
         return await model.generate(input, tools=tools or [], config=config)
     policy = CachePolicy()  # what inspect uses for cache=True: the keys agree
     if not use_generate_cache(model):
