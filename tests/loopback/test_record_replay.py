@@ -23,9 +23,14 @@ INPUTS = [
 ]
 
 
+def keep_all(summary: str, facts: list[dict]) -> str:
+    """The scripted judge: every fact kept, quoting the summary's first line."""
+    return json.dumps([{"id": f["id"], "kept": True, "quote": summary.splitlines()[0], "reason": "stated"} for f in facts])
+
+
 @pytest.fixture(scope="module")
 def server():
-    srv = LoopbackServer().start()
+    srv = LoopbackServer(judge_script=keep_all).start()
     try:
         yield srv
     finally:
@@ -55,27 +60,59 @@ def summaries(run_dir: Path) -> dict[tuple, str]:
 def test_record_over_http_then_replay_without_key_or_server(server, tmp_path):
     rec = tmp_path / "nightly.jsonl"
     start = len(server.requests)
-    proc = cli(tmp_path, server, "recall", *INPUTS, "--model", "anthropic/claude-test", "--out", "results",
-               "--run", "live", "--record", str(rec))
+    proc = cli(tmp_path, server, "recall", *INPUTS, "--model", "anthropic/claude-test", "--judge-model", "anthropic/claude-test",
+               "--out", "results", "--run", "live", "--record", str(rec))
     assert proc.returncode == 0, proc.stderr
     paid = [r for r in server.served() if r["seq"] >= start and r["path"] == "/v1/messages"]
     lines = [json.loads(line) for line in rec.read_text().splitlines()]
-    assert len(lines) == len(paid) == 4  # one trace, 2 points x 2 prompts: every answer, once
+    # one trace, 2 points x 2 prompts: 4 summaries and a judge call about each; every answer once
+    # (a judge request asked twice, the same summary at one point, is one answer)
+    assert len(lines) == len({r["key"] for r in lines}) <= len(paid) <= 8
+    assert sum(1 for r in lines if r["text"].startswith("[{")) >= 2
     assert {r["model"] for r in lines} == {"anthropic/claude-test"}
     assert all("through its API" in r["written_by"] and r["usage"]["output_tokens"] > 0 for r in lines)
     assert DUMMY_KEY not in rec.read_text()
 
     # A second recorded run asks nothing new of the file (answers already there are kept once).
-    proc = cli(tmp_path, server, "recall", *INPUTS, "--model", "anthropic/claude-test", "--out", "results",
-               "--run", "live2", "--record", str(rec))
+    proc = cli(tmp_path, server, "recall", *INPUTS, "--model", "anthropic/claude-test", "--judge-model", "anthropic/claude-test",
+               "--out", "results", "--run", "live2", "--record", str(rec))
     assert proc.returncode == 0, proc.stderr
-    assert len(rec.read_text().splitlines()) == 4
+    assert len(rec.read_text().splitlines()) == len(lines)
 
-    proc = cli(tmp_path, None, "recall", *INPUTS, "--model", f"recorded/{rec}", "--out", "results", "--run", "replayed")
+    proc = cli(tmp_path, None, "recall", *INPUTS, "--model", f"recorded/{rec}", "--judge-model", f"recorded/{rec}",
+               "--out", "results", "--run", "replayed")
     assert proc.returncode == 0, proc.stderr
     assert summaries(tmp_path / "results" / "replayed") == summaries(tmp_path / "results" / "live")
     results = json.loads((tmp_path / "results" / "replayed" / "results.json").read_text())
     assert results["offline_stand_in"] is False
     assert results["recorded_answers"]["models"] == ["anthropic/claude-test"]
-    assert results["recorded_answers"]["answers"] == 4
+    assert results["recorded_answers"]["answers"] == len(lines)
     assert "not API output" in results["recorded_answers"]["note"]
+    live = json.loads((tmp_path / "results" / "live" / "results.json").read_text())
+    assert [p["recall"] for p in results["prompts"]] == [p["recall"] for p in live["prompts"]]
+
+
+def test_run_recorded_reproduces_a_recorded_run_from_its_manifest(server, tmp_path):
+    """`run --recorded DIR`: the manifest names the corpus, prompts, budget and judge; the
+    folder holds the answers (recorded here over HTTP); no key and no server at replay."""
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    proc = cli(tmp_path, server, "recall", *INPUTS, "--budget", "300", "--model", "anthropic/claude-test",
+               "--judge-model", "anthropic/claude-test", "--out", "results", "--run", "live",
+               "--record", str(shipped / "answers.jsonl"), "--written-by", "the loopback server, playing Claude")
+    assert proc.returncode == 0, proc.stderr
+    (shipped / "manifest.yaml").write_text("\n".join([
+        "schema: compaction-eval/recorded-run@1",
+        f"traces: [{INPUTS[1]}]", f"labels: [{INPUTS[3]}]", f"prompts: [{INPUTS[5]}, {INPUTS[6]}]",
+        "budget: 300", "shape: messages", "judge: true", ""]))
+    proc = cli(tmp_path, None, "run", "--recorded", str(shipped), "--out", "results", "--run", "offline")
+    assert proc.returncode == 0, proc.stderr
+    assert "recorded answers written by the loopback server, playing Claude (models: anthropic/claude-test), not API output" in proc.stdout
+    run = tmp_path / "results" / "offline"
+    results = json.loads((run / "results.json").read_text())
+    live = json.loads((tmp_path / "results" / "live" / "results.json").read_text())
+    assert results["offline_stand_in"] is False and results["model"] == f"recorded/{shipped}"
+    assert results["config"]["judge_model"] == results["model"] and results["config"]["budget"] == 300
+    assert [p["recall"] for p in results["prompts"]] == [p["recall"] for p in live["prompts"]]
+    assert "Recorded answers." in (run / "report.html").read_text()
+    assert not (run / "horizon.json").exists() and not (run / "decay.json").exists()

@@ -49,3 +49,27 @@ def start_session(args: argparse.Namespace) -> None:
         models = [getattr(args, name.lstrip("-").replace("-", "_"), None) for name in MODEL_OPTIONS]
         who = getattr(args, "written_by", None) or f"{', '.join(m for m in models if m)} through its API (compaction-eval --record)"
         recorded.start_recording(path, written_by=who)
+
+
+DEFAULT_RECORDED = "fixtures/recorded"
+
+
+def add_recorded_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--recorded", nargs="?", const=DEFAULT_RECORDED, metavar="MANIFEST",
+                   help=f"reproduce a recorded LLM run offline: the corpus, prompts, settings and answers its manifest names (default: {DEFAULT_RECORDED})")
+
+
+def apply_recorded_run(args: argparse.Namespace) -> None:
+    """`run --recorded [MANIFEST]`: the run the manifest describes, answered by its recording
+    (fact recall and the report; the recording holds no horizon or replay answers)."""
+    if not getattr(args, "recorded", None):
+        return
+    from compaction_eval.compaction.recorded import read_manifest
+
+    manifest = read_manifest(args.recorded)
+    args.traces, args.labels, args.prompts = manifest.traces, manifest.labels, manifest.prompts
+    for name, value in manifest.settings.items():
+        setattr(args, name, value)
+    args.model = manifest.model
+    args.judge_model = manifest.model if manifest.judge else None
+    args.skip_horizon = args.skip_replay = True

@@ -524,6 +524,75 @@ __all__ = [
 ]
 
 
+# ---------------------------------------------------------------------------- the manifest
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    """What `run --recorded` runs (`manifest.yaml` beside the recording):
+
+        schema: compaction-eval/recorded-run@1
+        recording: .              # the answers: a .jsonl file or a folder of them (relative to the manifest)
+        traces: [fixtures/real]   # inputs as on the command line (relative to the project)
+        labels: ["labels/real#2"]
+        prompts: [prompts]
+        budget: 800               # optional: keep_last, shape, focus too (the settings' defaults otherwise)
+        judge: true               # the recording also answers the judge (--judge-model recorded/...)
+        written_by: "..."         # optional: said beside the results when the records do not say it
+
+    The points are those of the labels; the compaction model is the recording itself.
+    """
+
+    path: Path
+    recording: Path
+    traces: list[str]
+    labels: list[str]
+    prompts: list[str]
+    settings: dict[str, Any]
+    judge: bool
+
+    @property
+    def model(self) -> str:
+        return f"{PROVIDER}{self.recording}"
+
+
+RUN_SCHEMA = "compaction-eval/recorded-run@1"
+_SETTINGS = ("budget", "keep_last", "shape", "focus")
+
+
+def read_manifest(path: Path | str) -> RecordedRun:
+    """The manifest at `path` (a manifest file, or a folder holding `manifest.yaml`)."""
+    from compaction_eval.contracts.yamlfile import read_yaml_file
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / MANIFEST_FILE
+    data = read_yaml_file(path)
+    if not isinstance(data, dict) or data.get("schema") != RUN_SCHEMA:
+        raise ContractError([Problem(str(path), "schema", f"not a {RUN_SCHEMA} manifest")])
+    problems = []
+    lists: dict[str, list[str]] = {}
+    for name in ("traces", "labels", "prompts"):
+        value = data.get(name)
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+            problems.append(Problem(str(path), name, "a list of input paths, as on the command line"))
+        lists[name] = value if isinstance(value, list) else []
+    unknown = sorted(set(data) - {"schema", "recording", "traces", "labels", "prompts", "judge", "written_by", *_SETTINGS})
+    if unknown:
+        problems.append(Problem(str(path), unknown[0], f"unknown field(s): {', '.join(unknown)}"))
+    if not isinstance(data.get("judge", False), bool):
+        problems.append(Problem(str(path), "judge", "true or false"))
+    where = data.get("recording", ".")
+    if not isinstance(where, str):
+        problems.append(Problem(str(path), "recording", "a path relative to the manifest"))
+        where = "."
+    if problems:
+        raise ContractError(problems)
+    return RecordedRun(path=path, recording=path.parent / where, traces=lists["traces"], labels=lists["labels"],
+                       prompts=lists["prompts"], settings={k: data[k] for k in _SETTINGS if k in data},
+                       judge=bool(data.get("judge", False)))
+
+
 # ---------------------------------------------------------------------------- --record
 
 
