@@ -15,7 +15,7 @@ import sys
 
 from compaction_eval.cli.common import error, keep_inspect_local
 from compaction_eval.cli.errors import error_message
-from compaction_eval.cli.session import add_session_flags, start_session
+from compaction_eval.cli.session import add_session_flags, end_session, start_session
 from compaction_eval.cli.version import add_version_flag
 from compaction_eval.contracts.problems import ContractError
 
@@ -77,7 +77,7 @@ def run_command(args: argparse.Namespace, argv: list[str]) -> int:
     try:
         code = args.func(args)
     finally:
-        recorded.stop_recording()
+        end_session()
     recorded.check_complete()
     return code
 

@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 from compaction_eval.cli.common import error
+from compaction_eval.cli.session import start_session
 from compaction_eval.contracts.problems import ContractError, Problem
 
 MODEL_FLAGS = ("model", "judge_model", "optimiser")  # the namespace names of model flags
@@ -67,6 +68,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     recorded.reset(collect=True, command=command)
     with tempfile.TemporaryDirectory(prefix="compaction-eval-export-") as tmp:
         inner = _mirror(command, Path(tmp))
+        start_session(inner)  # the mirrored command's --redact, limits: what it would send
+        recorded.reset(collect=True, command=command)
         with contextlib.redirect_stdout(sys.stderr if not args.quiet else open(os.devnull, "w")):  # noqa: SIM115
             code = inner.func(inner)
     if code not in (0, 1):  # 1: a gate or a problem count; the requests were still gathered

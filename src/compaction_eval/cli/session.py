@@ -1,11 +1,13 @@
 """The options every command that calls a model shares, added in one place.
 
 `add_session_flags` walks the parser built from `COMMANDS` and gives every subcommand with a
-model option (`--model`, `--judge-model`, `--optimiser`) the session's flags, so a command
-added later inherits them; `start_session` applies them before the command runs.
+model option (`--model`, `--judge-model`, `--optimiser`) the session's flags it does not
+define itself, so a command added later inherits them; `start_session` opens the one model
+session (compaction.session) with them before the command runs:
 
+- `--timeout` seconds per attempt, `--max-retries` (bounded), `--redact` (every request body);
 - `--record FILE`: every answer a real provider gives is appended to FILE as it arrives
-  (durable before the harness acts on it), for `recorded/FILE` to replay without a key.
+  (durable before the harness acts on it), for `recorded/FILE` to replay without a key;
 - `--written-by TEXT`: who or what wrote the answers, stored with each recorded answer.
 """
 
@@ -33,8 +35,17 @@ def model_commands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argume
 
 
 def add_session_flags(parser: argparse.ArgumentParser) -> None:
+    from compaction_eval.contracts.settings import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+
     for sub in model_commands(parser).values():
-        if "--record" not in sub._option_string_actions:
+        known = sub._option_string_actions
+        if "--timeout" not in known:
+            sub.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT, help=f"seconds per model request attempt (default: {DEFAULT_TIMEOUT})")
+        if "--max-retries" not in known:
+            sub.add_argument("--max-retries", type=int, default=DEFAULT_MAX_RETRIES, help=f"retries per model call (default: {DEFAULT_MAX_RETRIES})")
+        if "--redact" not in known:
+            sub.add_argument("--redact", action="store_true", help="replace secret-looking strings in every request before it is sent to a model")
+        if "--record" not in known:
             sub.add_argument("--record", metavar="FILE", help="append every answer of a real model to this recording as it arrives (replay it with --model recorded/FILE)")
             sub.add_argument("--written-by", help="who or what wrote the recorded answers (default: the model, through its API)")
 
@@ -42,8 +53,12 @@ def add_session_flags(parser: argparse.ArgumentParser) -> None:
 def start_session(args: argparse.Namespace) -> None:
     """Apply the session flags of a parsed command (before it runs)."""
     from compaction_eval.compaction import recorded
+    from compaction_eval.compaction.session import ModelSession, close_session, open_session
 
     recorded.stop_recording()
+    close_session()
+    if hasattr(args, "timeout") and hasattr(args, "record"):  # a command that calls a model
+        open_session(ModelSession(timeout=args.timeout, max_retries=args.max_retries, redact=bool(getattr(args, "redact", False))))
     path = getattr(args, "record", None)
     if path:
         models = [getattr(args, name.lstrip("-").replace("-", "_"), None) for name in MODEL_OPTIONS]
@@ -57,6 +72,14 @@ DEFAULT_RECORDED = "fixtures/recorded"
 def add_recorded_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--recorded", nargs="?", const=DEFAULT_RECORDED, metavar="MANIFEST",
                    help=f"reproduce a recorded LLM run offline: the corpus, prompts, settings and answers its manifest names (default: {DEFAULT_RECORDED})")
+
+
+def end_session() -> None:
+    from compaction_eval.compaction import recorded
+    from compaction_eval.compaction.session import close_session
+
+    recorded.stop_recording()
+    close_session()
 
 
 def apply_recorded_run(args: argparse.Namespace) -> None:

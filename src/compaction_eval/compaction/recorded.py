@@ -606,7 +606,7 @@ class Recorder:
 
 
 RECORDER: Recorder | None = None
-_HOOKED = "_compaction_eval_recorder"
+_HOOKED = "_compaction_eval_recorder"  # set on a provider whose generate is wrapped
 
 
 def start_recording(path: Path | str, *, written_by: str) -> Recorder:
@@ -618,7 +618,9 @@ def start_recording(path: Path | str, *, written_by: str) -> Recorder:
     if path.exists():
         recorder.keys.update(load_recording(path).answers)
     RECORDER = recorder
-    _hook_models()
+    from compaction_eval.compaction.session import install
+
+    install()  # the session's wrapper of Model.generate wraps each model's provider with note_answer
     return recorder
 
 
@@ -650,26 +652,10 @@ def note_answer(model: str, input: Sequence[Any], tools: Sequence[Any], tool_cho
     recorder.keys.add(key)
 
 
-def _hook_models() -> None:
-    """Wrap inspect's `Model.generate` once so that each model's provider `generate` is wrapped
-    (once per model) by `note_answer`. The answer journal's wrapper notes the calls it
-    serves itself (`compaction.cache.install_journal`), so each answer is noted once."""
-    from inspect_ai.model import Model
-
-    if getattr(Model, _HOOKED, False):
-        return
-    original = Model.generate
-
-    async def generate(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if RECORDER is not None:
-            install_recorder(self)
-        return await original(self, *args, **kwargs)
-
-    Model.generate = generate  # type: ignore[method-assign]
-    setattr(Model, _HOOKED, True)
-
-
 def install_recorder(model: Any) -> None:
+    """Wrap `model`'s provider `generate` (once) with `note_answer`. The answer journal's
+    wrapper notes the calls it serves itself (`compaction.cache.install_journal`), so each
+    answer is noted once."""
     from compaction_eval.compaction.cache import journaled_call
 
     api = model.api

@@ -28,6 +28,10 @@ DEFAULT_HORIZON_BUDGET = 600
 DEFAULT_KEEP_LAST = 4
 """Messages kept verbatim at the end of the history (never splitting a tool call from its result)."""
 DEFAULT_SHAPE: Shape = "inline"
+# Limits of every real model call (the one model session, compaction/session.py): inspect's
+# own retries are unbounded, which can hang a CI job.
+DEFAULT_TIMEOUT = 120
+DEFAULT_MAX_RETRIES = 4
 DEFAULT_HORIZON_PROMPT = "handoff"
 
 # Providers registered by this package (and inspect's mockllm): deterministic, not LLMs.
