@@ -138,3 +138,20 @@ def test_import_refuses_bad_answers_with_located_errors_and_writes_nothing(tmp_p
     assert main(["recall", *INPUTS, "--model", "recorded/broken.jsonl", "--out", "results", "-q"]) == 2
     assert "broken.jsonl: line 1: `key` must be 64 lowercase hex digits" in capsys.readouterr().err
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+
+
+def test_validate_matchers_judges_the_gold_summaries_from_a_recording(tmp_path, capsys):
+    """The judge's requests for the gold summaries: exported, answered, imported, replayed."""
+    rec = tmp_path / "judge.jsonl"
+    rec.write_text("")
+    run = ["validate-matchers", "--gold", str(ROOT / "labels" / "gold"), "--judge-model", f"recorded/{rec}", "--out", "vm.json"]
+    assert main([*run]) == 2
+    assert "request(s) have no recorded answer" in capsys.readouterr().err and not (tmp_path / "vm.json").exists()
+    assert main(["requests", "export", "-q", "ex", "--", *run]) == 0
+    capsys.readouterr()
+    assert main(["requests", "import", "--requests", "ex", "--answers", str(_answers(tmp_path / "ex", False)),
+                 "--into", str(rec), "--model", "test-model", "--written-by", "a test that keeps nothing"]) == 0
+    assert main([*run]) == 0
+    assert "recorded answers written by a test that keeps nothing" in capsys.readouterr().out
+    result = json.loads((tmp_path / "vm.json").read_text())
+    assert result["recorded_answers"]["written_by"] == ["a test that keeps nothing"]
