@@ -155,3 +155,27 @@ def test_validate_matchers_judges_the_gold_summaries_from_a_recording(tmp_path, 
     assert "recorded answers written by a test that keeps nothing" in capsys.readouterr().out
     result = json.loads((tmp_path / "vm.json").read_text())
     assert result["recorded_answers"]["written_by"] == ["a test that keeps nothing"]
+
+
+def test_decay_chains_are_answered_round_by_round_and_say_who_wrote_them(tmp_path, capsys):
+    """Each compaction of a decay chain summarises the previous summary: its request exists
+    only once that answer is recorded, so export and import go round by round."""
+    rec = tmp_path / "decay.jsonl"
+    rec.write_text("")
+    run = ["decay", "--traces", INPUTS[1], "--labels", INPUTS[3], "--prompts", INPUTS[5], "--model", f"recorded/{rec}",
+           "--out", "results", "--run", "d", "-q"]
+    rounds = 0
+    while True:
+        assert main(["requests", "export", "-q", f"ex{rounds}", "--", *run]) == 0
+        if not (tmp_path / f"ex{rounds}" / "requests.jsonl").read_text():
+            break
+        assert main(["requests", "import", "--requests", f"ex{rounds}", "--answers", str(_answers(tmp_path / f"ex{rounds}", False)),
+                     "--into", str(rec), "--model", "test-model", "--written-by", "a test"]) == 0
+        rounds += 1
+        assert rounds < 20
+    assert rounds > 1  # a chain: the second compaction waited for the first
+    capsys.readouterr()
+    assert main(run) == 0
+    decay = json.loads((tmp_path / "results" / "d" / "decay.json").read_text())
+    assert decay["offline_stand_in"] is False and decay["recorded_answers"]["written_by"] == ["a test"]
+    assert "recorded answers written by a test" in capsys.readouterr().out
