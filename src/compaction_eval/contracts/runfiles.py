@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypedDict
@@ -97,6 +97,7 @@ def write_text_new(path: Path | str, text: str, *, force: bool = False, flag: st
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.chmod(tmp, 0o644)
+        run_commit_checks()
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -163,6 +164,19 @@ def request_limits(timeout: int, max_retries: int) -> RequestLimits:
     return {"attempt_timeout": timeout, "timeout": timeout * (max_retries + 1) + 30 * max_retries}
 
 
+# Checks that must pass before a result is committed (a run directory renamed into place, a
+# result file written): a `recorded/` model with unanswered requests registers one, so that
+# nothing partial is written (compaction.recorded.check_complete). Registered, not imported:
+# this layer is below the model code.
+COMMIT_CHECKS: list[Callable[[], None]] = []
+
+
+def run_commit_checks() -> None:
+    """Raise (a ContractError) when a registered check says the run must not be committed."""
+    for check in COMMIT_CHECKS:
+        check()
+
+
 @contextmanager
 def staged_run_dir(final: Path) -> Iterator[Path]:
     """A temporary directory that becomes `final` when the block succeeds.
@@ -178,6 +192,7 @@ def staged_run_dir(final: Path) -> Iterator[Path]:
         staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
         try:
             yield staging
+            run_commit_checks()
             os.replace(staging, final)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -203,6 +218,7 @@ def write_text_atomic(path: Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.chmod(tmp, 0o666 & ~_umask())
+        run_commit_checks()
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

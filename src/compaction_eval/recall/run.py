@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -11,11 +12,13 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from compaction_eval.compaction.recorded import MissingAnswers
+from compaction_eval.compaction.recorded import provenance as recorded_provenance
 from compaction_eval.contracts.paths import DEFAULTS, resolve_inputs
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import load_candidates, require_span
@@ -280,6 +283,21 @@ def _hf_files(corpus: Any, stage: Path) -> tuple[list[str], list[str]]:
     return [str(base / "traces")], [str(base / "labels")]
 
 
+@contextlib.contextmanager
+def _no_log_without_answers(log_dir: Path) -> Iterator[None]:
+    """A run stopped because a `recorded/` model lacks answers leaves nothing behind, not even
+    inspect's log (nothing was measured: the answers were placeholders)."""
+    existed = log_dir.exists()
+    try:
+        yield
+    except MissingAnswers:
+        if not existed:
+            shutil.rmtree(log_dir, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                log_dir.parent.rmdir()  # `<out>/logs`, when this run made it
+        raise
+
+
 def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Evaluate every prompt on every sample; write `out_dir/results.json` and the logs.
 
@@ -320,7 +338,7 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
     # `inspect eval-retry` find it and the path inspect prints is the final one; a succeeded
     # run also gets it inside its run directory (hard-linked where possible).
     log_dir = kept_log_dir(out_dir)
-    with staged_run_dir(out_dir) as stage:
+    with _no_log_without_answers(log_dir), staged_run_dir(out_dir) as stage:
         (stage / PID_FILE).write_text(str(os.getpid()))
         resumed = clear_interrupted(out_dir, keep=stage)
         if resumed:
@@ -416,6 +434,8 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
                 if config.offline_stand_in
                 else None
             ),
+            # who wrote the answers of a `recorded/` model (None otherwise): never presented as API output
+            "recorded_answers": recorded_provenance(),
             # model args may carry credentials (api_key=...): never write them verbatim
             "config": redact_json(config_json(config)),
             "redactions": {"replaced": redactions, "avoid_items_removed": dropped} if config.redact else None,
