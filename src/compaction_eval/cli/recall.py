@@ -46,6 +46,7 @@ def recall_config(args: argparse.Namespace):
         max_retries=args.max_retries,
         timeout=args.timeout,
         model_args=model_args(args.model_arg),
+        points=list(getattr(args, "points", None) or []),
     )
 
 

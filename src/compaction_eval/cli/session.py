@@ -91,6 +91,7 @@ def apply_recorded_run(args: argparse.Namespace) -> None:
 
     manifest = read_manifest(args.recorded)
     args.traces, args.labels, args.prompts = manifest.traces, manifest.labels, manifest.prompts
+    args.points = manifest.points
     for name, value in manifest.settings.items():
         setattr(args, name, value)
     args.model = manifest.model

@@ -537,10 +537,11 @@ class RecordedRun:
         labels: ["labels/real#2"]
         prompts: [prompts]
         budget: 800               # optional: keep_last, shape, focus too (the settings' defaults otherwise)
+        points: [trace@45, ...]   # optional: only these labelled points (default: every labelled point)
         judge: true               # the recording also answers the judge (--judge-model recorded/...)
         written_by: "..."         # optional: said beside the results when the records do not say it
 
-    The points are those of the labels; the compaction model is the recording itself.
+    The compaction model is the recording itself.
     """
 
     path: Path
@@ -550,6 +551,7 @@ class RecordedRun:
     prompts: list[str]
     settings: dict[str, Any]
     judge: bool
+    points: list[str] = field(default_factory=list)
 
     @property
     def model(self) -> str:
@@ -577,9 +579,13 @@ def read_manifest(path: Path | str) -> RecordedRun:
         if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
             problems.append(Problem(str(path), name, "a list of input paths, as on the command line"))
         lists[name] = value if isinstance(value, list) else []
-    unknown = sorted(set(data) - {"schema", "recording", "traces", "labels", "prompts", "judge", "written_by", *_SETTINGS})
+    unknown = sorted(set(data) - {"schema", "recording", "traces", "labels", "prompts", "points", "judge", "written_by", *_SETTINGS})
     if unknown:
         problems.append(Problem(str(path), unknown[0], f"unknown field(s): {', '.join(unknown)}"))
+    points = data.get("points", [])
+    if not isinstance(points, list) or not all(isinstance(p, str) and "@" in p for p in points):
+        problems.append(Problem(str(path), "points", "a list of TRACE@AT (the points the recording answers)"))
+        points = []
     if not isinstance(data.get("judge", False), bool):
         problems.append(Problem(str(path), "judge", "true or false"))
     where = data.get("recording", ".")
@@ -590,7 +596,7 @@ def read_manifest(path: Path | str) -> RecordedRun:
         raise ContractError(problems)
     return RecordedRun(path=path, recording=path.parent / where, traces=lists["traces"], labels=lists["labels"],
                        prompts=lists["prompts"], settings={k: data[k] for k in _SETTINGS if k in data},
-                       judge=bool(data.get("judge", False)))
+                       judge=bool(data.get("judge", False)), points=list(points))
 
 
 # ---------------------------------------------------------------------------- --record

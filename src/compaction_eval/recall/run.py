@@ -78,6 +78,8 @@ class RecallConfig:
         redact: replace secret-looking strings in traces before anything reaches a model.
         sample_retries: times a sample that errored is run again (a malformed answer is not
             retried by the provider: the SDK raises on the body, not on the status).
+        points: only these samples (`TRACE@AT`, labelled points), e.g. the points a recording
+            answers; empty: every labelled point.
     """
 
     traces: list[str] = field(default_factory=lambda: list(DEFAULTS["traces"]))
@@ -95,6 +97,7 @@ class RecallConfig:
     batch: bool = False
     redact: bool = False
     sample_retries: int = 1
+    points: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.check()
@@ -128,7 +131,7 @@ def config_json(config: RecallConfig) -> dict[str, Any]:
     for key, value in asdict(config).items():
         if key == "compaction":
             out.update(value)  # the flat keys, where results@1 always had them
-        if key != "display":
+        if key != "display" and not (key == "points" and not value):  # a subset of points is said, all is the default
             out[key] = value
     return out
 
@@ -316,7 +319,7 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
     given = {kind: [str(p) for p in getattr(config, kind)] for kind in ("traces", "labels", "prompts")}
     resolved = {kind: [hf_absolute(p) if is_hf(p) else str(p.resolve()) for p in _resolve(paths, kind)] for kind, paths in given.items()}
     config = replace(config, traces=resolved["traces"], labels=resolved["labels"], prompts=resolved["prompts"])
-    corpus = load_corpus(config.traces, config.labels)
+    corpus = load_corpus(config.traces, config.labels, points=config.points)
     from_hf = any(map(is_hf, [*config.traces, *config.labels]))
     if from_hf and config.redact:
         raise ContractError([Problem("--redact", "", "not available with hf: inputs (redact the files, then export them)")])
@@ -367,6 +370,7 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
             focus=focus,
             judge_model=config.judge_model,
             cache=real,
+            points=list(config.points),
         )
         if real:
             warm_up(config.model)  # nothing the first answers would wait for on the event loop
