@@ -50,6 +50,8 @@ def _mirror(command: list[str], scratch: Path) -> argparse.Namespace:
         args.out = str(scratch / "out")
     if hasattr(args, "run"):
         args.run = "export"
+    if getattr(args, "into", None):
+        args.into = None  # a new run directory under the scratch --out, not the user's run
     for name, value in (("quiet", True), ("format", "text"), ("display", None)):
         if hasattr(args, name):
             setattr(args, name, value)
@@ -69,7 +71,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="compaction-eval-export-") as tmp:
         inner = _mirror(command, Path(tmp))
         start_session(inner)  # the mirrored command's --redact, limits: what it would send
-        recorded.reset(collect=True, command=command)
+        recorded.reset(collect=True, command=command, scratch=Path(tmp))
         with contextlib.redirect_stdout(sys.stderr if not args.quiet else open(os.devnull, "w")):  # noqa: SIM115
             code = inner.func(inner)
     if code not in (0, 1):  # 1: a gate or a problem count; the requests were still gathered

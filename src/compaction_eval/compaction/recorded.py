@@ -313,6 +313,7 @@ class _State:
     """What this process's `recorded/` models saw: answers used, requests without one."""
 
     collect: bool = False  # `requests export`: gather requests, never fail
+    scratch: Path | None = None  # in collect mode: the only place the mirrored command may write
     command: list[str] = field(default_factory=list)  # the command line, for the export hint
     recordings: dict[str, Recording] = field(default_factory=dict)
     used: dict[str, set[str]] = field(default_factory=dict)  # recording path -> keys answered
@@ -323,10 +324,11 @@ class _State:
 STATE = _State()
 
 
-def reset(*, collect: bool = False, command: Sequence[str] | None = None) -> None:
-    """Forget what earlier commands in this process saw (each CLI command starts clean)."""
+def reset(*, collect: bool = False, command: Sequence[str] | None = None, scratch: Path | None = None) -> None:
+    """Forget what earlier commands in this process saw (each CLI command starts clean).
+    `scratch`: in collect mode, where the mirrored command's files go (and nowhere else)."""
     global STATE
-    STATE = _State(collect=collect, command=list(command or []))
+    STATE = _State(collect=collect, command=list(command or []), scratch=scratch)
 
 
 def recording(path: str) -> Recording:
@@ -379,10 +381,17 @@ def export_hint() -> str:
     return f"compaction-eval requests export exported-requests -- {shlex.join(command)}"
 
 
-def check_complete() -> None:
-    """Raise MissingAnswers when a `recorded/` model met a request it has no answer for
-    (never in collect mode). Called before anything is committed."""
-    if STATE.collect or not (STATE.missing or STATE.dependent):
+def check_complete(path: Path | None = None) -> None:
+    """Raise MissingAnswers when a `recorded/` model met a request it has no answer for.
+    Called before anything is committed (`path`: what would be). In collect mode nothing is
+    missing, but nothing may be written outside the scratch directory either: a mirrored
+    `replay --into RUN` must not put placeholder answers into a real run."""
+    if STATE.collect:
+        if path is not None and STATE.scratch is not None and not Path(path).resolve().is_relative_to(STATE.scratch.resolve()):
+            raise ContractError([Problem(str(path), "", "requests export writes nothing outside its scratch directory: "
+                                         "drop this output option from the mirrored command")])
+        return
+    if not (STATE.missing or STATE.dependent):
         return
     paths = sorted({m["recording"] for m in STATE.missing.values()} | set(STATE.used)) or ["the recording"]
     n, more = len(STATE.missing), len(STATE.dependent)
