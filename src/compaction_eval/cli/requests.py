@@ -66,7 +66,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         return error(f"{to}: exists and is not an empty directory: name a new one")
     command = list(args.command)
     while command and command[0] in ("--", "-q", "--quiet"):  # options given after TO
-        args.quiet = args.quiet or command.pop(0) != "--"
+        if command.pop(0) != "--":  # (always popped: `quiet or pop()` never popped once quiet)
+            args.quiet = True
     recorded.reset(collect=True, command=command)
     with tempfile.TemporaryDirectory(prefix="compaction-eval-export-") as tmp:
         inner = _mirror(command, Path(tmp))
