@@ -12,7 +12,7 @@ Every figure is also a ratio to the smallest size's run, measured in the same be
 run on the same machine: a loaded machine moves the absolute numbers, not the ratios much.
 
 The budget (issue 25): peak RSS at 10,000 samples at most 1.5x the peak at 100, and CPU per
-sample within 10% of the 100-sample run. Results are offline stand-in runs (extractive
+sample at most 10% above the 100-sample run's. Results are offline stand-in runs (extractive
 summariser): they measure the harness, not a model.
 """
 
@@ -123,8 +123,9 @@ def main() -> None:
         print(f"{r['samples']:>8} {r['rss_mb']:>12.0f} {r['rss_ratio']:>6.2f} {r['cpu']:>8.1f} "
               f"{r['cpu_per_sample']:>13.4f} {r['cpu_per_sample_ratio']:>6.2f} {r['results_mb']:>11.1f}")
     last = out["runs"][-1]
-    ok = last["rss_ratio"] <= RSS_LIMIT and abs(last["cpu_per_sample_ratio"] - 1) <= CPU_LIMIT
-    print(f"budget: peak RSS <= {RSS_LIMIT}x and CPU per sample within {CPU_LIMIT:.0%} at the largest size: "
+    # a larger run spreads its fixed costs thinner: per sample it may only get cheaper
+    ok = last["rss_ratio"] <= RSS_LIMIT and last["cpu_per_sample_ratio"] <= 1 + CPU_LIMIT
+    print(f"budget at the largest size: peak RSS <= {RSS_LIMIT}x, CPU per sample at most {CPU_LIMIT:.0%} above: "
           f"{'ok' if ok else 'OVER'}")
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")

@@ -119,3 +119,17 @@ if __name__ == "__main__" and sys.argv[1:] == ["--record"]:
     with gzip.open(BEFORE, "wt", encoding="utf-8", compresslevel=9) as fh:
         fh.write(text)
     print(f"recorded {BEFORE}")
+
+
+def test_long_texts_token_counts_are_cached_by_size_and_stay_right():
+    """A run counts one long prompt per sample: the cache of long texts keeps at most its size
+    in characters (the oldest out first), and a count is the same cached or not."""
+    from compaction_eval.contracts.tokens import SHORT_TEXT, _count, _SizedCache, count_tokens
+
+    cache = _SizedCache(limit=10 * SHORT_TEXT)
+    texts = [f"prompt {i}: " + "the build fails in ci/build.sh " * (SHORT_TEXT // 20) for i in range(30)]
+    for text in texts:
+        assert cache.count(text) == _count(text) == count_tokens(text)
+    assert cache.chars <= cache.limit and 0 < len(cache.counts) < len(texts)
+    assert list(cache.counts)[-1] == texts[-1] and texts[0] not in cache.counts  # least recent out first
+    assert cache.count(texts[-1]) == _count(texts[-1])  # a hit
