@@ -216,6 +216,9 @@ def log_samples(location: str) -> Iterator[dict[str, Any]]:
             yield json.loads(log.read(name))
 
 
+LOG_BUFFER = 10
+"""Finished samples inspect holds before it appends them to its log."""
+
 SCOPE_HEADER = "x-compaction-eval-scope"
 
 
@@ -408,6 +411,10 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
             extra["score_display"] = False
         if not real:
             extra["log_realtime"] = False
+        # From 1,000 samples on inspect holds a twentieth of the run's samples, whole
+        # transcripts and all, before it writes them to the log (500 at 10,000): memory
+        # that grew with the run. A fixed buffer (its default below 1,000) keeps it flat.
+        extra["log_buffer"] = LOG_BUFFER
         if real:
             extra["extra_headers"] = cache_scope(config)
             if config.batch:
