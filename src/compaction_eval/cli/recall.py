@@ -72,7 +72,8 @@ def run_recall_suite(args: argparse.Namespace, out: Path, bar=None) -> dict:
             bar.expect(samples, task="fact_recall")
             bar.set_phase("fact recall")
 
-        results = run_recall(config, out, on_plan=planned)
+        # the leaderboard and the files are all a command prints: the samples stay on disk
+        results = run_recall(config, out, on_plan=planned, with_samples=False)
     for path in results["corpus"]["skipped_files"]:
         print(f"note: skipped {path}: JSON that is not a trace", file=sys.stderr)
     # the default corpus leaves most real traces unlabelled on purpose (labels/real#2): say it

@@ -14,7 +14,8 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypedDict
@@ -205,8 +206,9 @@ def _umask() -> int:
     return mask
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write text to a temp file in the same directory, then rename over `path`.
+def write_text_atomic(path: Path, text: str | Iterable[str]) -> None:
+    """Write text (one string, or its pieces in order) to a temp file in the same
+    directory, then rename over `path`.
 
     The file gets the mode of a normally created file (0644 under the usual umask), not
     the 0600 of a temporary file: reports and results are meant to be shared.
@@ -216,7 +218,10 @@ def write_text_atomic(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            if isinstance(text, str):
+                fh.write(text)
+            else:
+                fh.writelines(text)
         os.chmod(tmp, 0o666 & ~_umask())
         run_commit_checks(path)
         os.replace(tmp, path)
@@ -225,9 +230,71 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise
 
 
+def _dumps(data: Any) -> str:
+    return json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False)
+
+
+class SpooledList:
+    """A list of a JSON document kept on disk while it grows: each item is encoded when it
+    is appended (exactly as `write_json_atomic` would encode it inside a top-level key), so
+    a run holds none of its items in memory. Put it as a top-level value of the document
+    given to `write_json_atomic`; the file written is byte for byte the one the same items
+    in a list would give. A temp file in `folder`, removed by `close`."""
+
+    def __init__(self, folder: Path) -> None:
+        self._file = tempfile.TemporaryFile(mode="w+", encoding="utf-8", dir=folder)
+        self.count = 0
+
+    def append(self, item: Any) -> None:
+        # Items sit two levels deep (document, key); a JSON string never holds a raw
+        # newline, so every newline of the encoding starts a line to indent.
+        self._file.write((",\n  " if self.count else "  ") + _dumps(item).replace("\n", "\n  "))
+        self.count += 1
+
+    def __len__(self) -> int:
+        return self.count
+
+    def chunks(self, size: int = 1 << 20) -> Iterator[str]:
+        """The encoded items, `[` to `]`, as `json.dumps(..., indent=1)` writes a top-level list."""
+        if not self.count:
+            yield "[]"
+            return
+        self._file.flush()
+        self._file.seek(0)
+        yield "[\n"
+        while chunk := self._file.read(size):
+            yield chunk
+        yield "\n ]"
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> SpooledList:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON atomically (see write_text_atomic); NaN and Infinity are refused."""
-    write_text_atomic(path, json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    """Write JSON atomically (see write_text_atomic); NaN and Infinity are refused.
+    Top-level `SpooledList` values are copied from their files, not held as text."""
+    if not (isinstance(data, dict) and any(isinstance(v, SpooledList) for v in data.values())):
+        write_text_atomic(path, _dumps(data) + "\n")
+        return
+    # Each spooled list is encoded as a unique placeholder string, then spliced in.
+    marks = {key: f"\x00spooled {key} {uuid.uuid4().hex}" for key, v in data.items() if isinstance(v, SpooledList)}
+    text = _dumps({k: marks.get(k, v) for k, v in data.items()}) + "\n"
+
+    def pieces() -> Iterator[str]:
+        rest = text
+        for key, mark in marks.items():
+            before, rest = rest.split(json.dumps(mark), 1)
+            yield before
+            yield from data[key].chunks()
+        yield rest
+
+    write_text_atomic(path, pieces())
 
 
 LOGS_DIR = "logs"  # under --out: inspect's logs of every run, kept whether the run failed or not

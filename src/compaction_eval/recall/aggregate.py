@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from array import array
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from compaction_eval.contracts.labels import CATEGORIES
 from compaction_eval.stats.bootstrap import bootstrap_mean_ci, mean
 
 
-def _with_ci(values: list[float]) -> dict[str, Any]:
+def _with_ci(values: Sequence[float]) -> dict[str, Any]:
     lo, hi = bootstrap_mean_ci(values)
     return {"mean": mean(values), "ci": [lo, hi], "n": len(values)}
 
@@ -73,64 +74,117 @@ def run_tier(results: dict[str, Any]) -> str:
     return "judge" if (results.get("config") or {}).get("judge_model") else "matcher"
 
 
-def _tier_row(group: list[dict[str, Any]]) -> dict[str, Any]:
-    """A prompt's tier fields: the tier of its samples and, in the judge tier, the matcher
-    cross-check's disagreements and the samples whose judge answer was unreadable."""
-    tiers = sorted({sample_tier(s) for s in group})
-    row: dict[str, Any] = {"tier": tiers[0] if len(tiers) == 1 else "mixed"}
-    row["figure_tiers"] = figure_tiers(row["tier"])
-    if "judge" in tiers:
-        row["matcher_disagreements"] = sum(int(s.get("matcher_disagreements", 0)) for s in group)
-        row["judge_unreadable"] = sum(1 for s in group if s.get("judge_error"))
-    return row
+class PromptTotals:
+    """One prompt's figures, gathered one sample at a time: running counts, and the per-sample
+    values the means and intervals need as compact arrays (8 bytes a value), so a run keeps
+    no sample records while it aggregates. Values keep the order samples were added in; the
+    figures do not depend on it (exact sums, sorted bootstrap)."""
+
+    def __init__(self) -> None:
+        self.recall = array("d")
+        self.precision = array("d")
+        self.context_recall = array("d")
+        self.by_category: dict[str, array] = {}
+        self.by_origin: dict[str, array] = {"synthetic": array("d"), "real": array("d")}
+        self.compression = array("d")
+        self.summary_tokens = array("d")
+        self.counts = dict.fromkeys(("critical_lost", "uncertain", "verdicts", "distortions", "avoid_present",
+                                     "budget_truncated", "input_tokens", "output_tokens"), 0)
+        self.tiers: set[str] = set()
+        self.matcher_disagreements = 0
+        self.judge_unreadable = 0
+
+    def add(self, s: dict[str, Any]) -> None:
+        """Count one sample record (a results@1 `samples[]` entry)."""
+        self.recall.append(s["recall"])
+        self.precision.append(s["precision"])
+        self.context_recall.append(s["context_recall"])
+        for cat, value in s["recall_by_category"].items():
+            self.by_category.setdefault(cat, array("d")).append(value)
+        self.by_origin["synthetic" if s.get("synthetic") else "real"].append(s["recall"])
+        self.compression.append(s["compression"])
+        self.summary_tokens.append(s["summary_tokens"])
+        counts = self.counts
+        counts["critical_lost"] += len(s["critical_lost"])
+        counts["uncertain"] += uncertain_count(s)
+        counts["verdicts"] += len(s.get("facts", []))
+        counts["distortions"] += len(s["distortions"])
+        counts["avoid_present"] += sum(1 for a in s["avoid"] if a["present"])
+        counts["budget_truncated"] += 1 if s["budget_truncated"] else 0
+        counts["input_tokens"] += s["input_tokens"]
+        counts["output_tokens"] += s["output_tokens"]
+        self.tiers.add(sample_tier(s))
+        self.matcher_disagreements += int(s.get("matcher_disagreements", 0))
+        self.judge_unreadable += 1 if s.get("judge_error") else 0
+
+    def _tier_row(self) -> dict[str, Any]:
+        """The tier of the prompt's samples and, in the judge tier, the matcher cross-check's
+        disagreements and the samples whose judge answer was unreadable."""
+        tiers = sorted(self.tiers)
+        row: dict[str, Any] = {"tier": tiers[0] if len(tiers) == 1 else "mixed"}
+        row["figure_tiers"] = figure_tiers(row["tier"])
+        if "judge" in tiers:
+            row["matcher_disagreements"] = self.matcher_disagreements
+            row["judge_unreadable"] = self.judge_unreadable
+        return row
+
+    def row(self, prompt: str, description: str = "") -> dict[str, Any]:
+        """The prompt's leaderboard row: means over samples with 95% intervals."""
+        recall = _with_ci(self.recall)
+        precision = _with_ci(self.precision)
+        context = _with_ci(self.context_recall)
+        # in the label order of categories, as every reader expects
+        by_category = {cat: _with_ci(self.by_category[cat]) for cat in CATEGORIES if self.by_category.get(cat)}
+        counts = self.counts
+        return {
+            "prompt": prompt,
+            # real and synthetic traces are told apart: a stand-in can do well on one only
+            "recall_by_origin": {k: _with_ci(v) for k, v in self.by_origin.items() if v},
+            "description": description,
+            "samples": len(self.recall),
+            "recall": recall["mean"],
+            "recall_ci": recall["ci"],
+            "precision": precision["mean"],
+            "precision_ci": precision["ci"],
+            "context_recall": context["mean"],
+            "context_recall_ci": context["ci"],
+            "recall_by_category": by_category,
+            "critical_lost": counts["critical_lost"],
+            # verdicts near the calibrated boundary: how far to trust the recall figure
+            "uncertain": counts["uncertain"],
+            "verdicts": counts["verdicts"],
+            "distortions": counts["distortions"],
+            "avoid_present": counts["avoid_present"],
+            "compression": mean(self.compression),
+            "summary_tokens": mean(self.summary_tokens),
+            "budget_truncated": counts["budget_truncated"],
+            "input_tokens": counts["input_tokens"],
+            "output_tokens": counts["output_tokens"],
+            # which tier produced these figures (and the judge tier's cross-check)
+            **self._tier_row(),
+        }
 
 
-def summarise_prompts(samples: list[dict[str, Any]], descriptions: dict[str, str] | None = None) -> list[dict[str, Any]]:
+class RunTotals:
+    """Every prompt's `PromptTotals` of a run, fed one sample record at a time."""
+
+    def __init__(self) -> None:
+        self.prompts: dict[str, PromptTotals] = {}
+
+    def add(self, sample: dict[str, Any]) -> None:
+        self.prompts.setdefault(sample["prompt"], PromptTotals()).add(sample)
+
+    def rows(self, descriptions: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        """One row per prompt, recall first (see `summarise_prompts`)."""
+        rows = [totals.row(prompt, (descriptions or {}).get(prompt, "")) for prompt, totals in self.prompts.items()]
+        # Recall first: the leaderboard order users read.
+        rows.sort(key=lambda r: (-r["recall"], -r["precision"], r["prompt"]))
+        return rows
+
+
+def summarise_prompts(samples: Iterable[dict[str, Any]], descriptions: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """One row per prompt: means over samples with 95% intervals (samples are resampled)."""
-    by_prompt: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    totals = RunTotals()
     for s in samples:
-        by_prompt[s["prompt"]].append(s)
-    rows = []
-    for prompt, group in by_prompt.items():
-        recall = _with_ci([s["recall"] for s in group])
-        precision = _with_ci([s["precision"] for s in group])
-        context = _with_ci([s["context_recall"] for s in group])
-        by_category = {}
-        for cat in CATEGORIES:
-            vals = [s["recall_by_category"][cat] for s in group if cat in s["recall_by_category"]]
-            if vals:
-                by_category[cat] = _with_ci(vals)
-        origins = {"synthetic": [s for s in group if s.get("synthetic")], "real": [s for s in group if not s.get("synthetic")]}
-        by_origin = {k: _with_ci([s["recall"] for s in v]) for k, v in origins.items() if v}
-        rows.append(
-            {
-                "prompt": prompt,
-                # real and synthetic traces are told apart: a stand-in can do well on one only
-                "recall_by_origin": by_origin,
-                "description": (descriptions or {}).get(prompt, ""),
-                "samples": len(group),
-                "recall": recall["mean"],
-                "recall_ci": recall["ci"],
-                "precision": precision["mean"],
-                "precision_ci": precision["ci"],
-                "context_recall": context["mean"],
-                "context_recall_ci": context["ci"],
-                "recall_by_category": by_category,
-                "critical_lost": sum(len(s["critical_lost"]) for s in group),
-                # verdicts near the calibrated boundary: how far to trust the recall figure
-                "uncertain": sum(uncertain_count(s) for s in group),
-                "verdicts": sum(len(s.get("facts", [])) for s in group),
-                "distortions": sum(len(s["distortions"]) for s in group),
-                "avoid_present": sum(sum(1 for a in s["avoid"] if a["present"]) for s in group),
-                "compression": mean([s["compression"] for s in group]),
-                "summary_tokens": mean([s["summary_tokens"] for s in group]),
-                "budget_truncated": sum(1 for s in group if s["budget_truncated"]),
-                "input_tokens": sum(s["input_tokens"] for s in group),
-                "output_tokens": sum(s["output_tokens"] for s in group),
-                # which tier produced these figures (and the judge tier's cross-check)
-                **_tier_row(group),
-            }
-        )
-    # Recall first: the leaderboard order users read.
-    rows.sort(key=lambda r: (-r["recall"], -r["precision"], r["prompt"]))
-    return rows
+        totals.add(s)
+    return totals.rows(descriptions)

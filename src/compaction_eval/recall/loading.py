@@ -1,7 +1,11 @@
 """Per-process caches of validated inputs, keyed by path and modification time.
 
 Solvers and scorers receive file paths (inspect records task arguments in its logs, so
-they must stay plain values); each trace is parsed and token-counted once per process.
+they must stay plain values); each trace is parsed and token-counted once per process
+while its samples run. inspect runs samples in dataset order (trace by trace), a few at a
+time: a handful of traces in the cache serve every prompt and point of each, and a corpus
+of a thousand traces is not held (a trace and the matcher's indexes of it, which live as
+long as the trace, are megabytes for a long one).
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ def _mtime(path: str) -> float:
     return Path(path).stat().st_mtime
 
 
-@lru_cache(maxsize=256)
+TRACES_CACHED = 16
+
+
+@lru_cache(maxsize=TRACES_CACHED)
 def _trace(path: str, mtime: float) -> Trace:
     trace, problems = read_trace(Path(path))
     if trace is None:
@@ -28,7 +35,7 @@ def _trace(path: str, mtime: float) -> Trace:
     return trace
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=TRACES_CACHED)
 def _labels(path: str, mtime: float) -> Labels:
     return load_labels(path)
 

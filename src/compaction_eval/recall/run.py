@@ -26,6 +26,7 @@ from compaction_eval.contracts.runfiles import (
     PID_FILE,
     RESULTS_FILE,
     SCHEMA,
+    SpooledList,
     adopt_log,
     check_run_path,
     clear_interrupted,
@@ -44,10 +45,10 @@ from compaction_eval.corpus.hf import is_hf
 from compaction_eval.corpus.load import load_corpus
 from compaction_eval.corpus.redact import redact_text
 from compaction_eval.corpus.stats import corpus_stats
-from compaction_eval.recall.aggregate import figure_tiers, summarise_prompts, uncertain_count
+from compaction_eval.recall.aggregate import RunTotals, figure_tiers, uncertain_count
 from compaction_eval.recall.scorer import VERDICTS_KEY
 from compaction_eval.recall.solver import STORE_KEY
-from compaction_eval.recall.stability import stability_summary
+from compaction_eval.recall.stability import FactTally
 
 if TYPE_CHECKING:
     from inspect_ai.util import DisplayType  # inspect is imported only when something runs
@@ -159,21 +160,22 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def _sample_record(sample: Any) -> dict[str, Any]:
-    score = next(iter(sample.scores.values()))
-    verdicts = sample.store[VERDICTS_KEY]
+def _sample_record(sample: dict[str, Any]) -> dict[str, Any]:
+    """A results@1 `samples[]` entry from one inspect sample (its log JSON)."""
+    score = next(iter(sample["scores"].values()))
+    verdicts = sample["store"][VERDICTS_KEY]
     detail = verdicts["summary_score"]
-    compacted = sample.store[STORE_KEY]
-    meta = sample.metadata
+    compacted = sample["store"][STORE_KEY]
+    meta = sample["metadata"]
     return {
         "trace": meta["trace"],
         "point": meta["point"],
         "prompt": meta["prompt"],
-        "epoch": sample.epoch,
+        "epoch": sample["epoch"],
         "synthetic": meta["synthetic"],
         **detail,
         "uncertain": uncertain_count(detail),
-        "context_recall": score.value["context_recall"],
+        "context_recall": score["value"]["context_recall"],
         "context": verdicts["context_score"],
         "summary": compacted["summary"],
         "summary_tokens": compacted["summary_tokens"],
@@ -181,7 +183,7 @@ def _sample_record(sample: Any) -> dict[str, Any]:
         "span_tokens": compacted["span_tokens"],
         "history_tokens": compacted["history_tokens"],
         "context_tokens": compacted["context_tokens"],
-        "compression": score.value["compression"],
+        "compression": score["value"]["compression"],
         "budget": compacted["budget"],
         "budget_truncated": compacted["raw_summary_tokens"] > compacted["summary_tokens"],
         "input_tokens": compacted["input_tokens"],
@@ -191,6 +193,37 @@ def _sample_record(sample: Any) -> dict[str, Any]:
         "kept_span": compacted["split"],
     }
 
+
+def log_samples(location: str) -> Iterator[dict[str, Any]]:
+    """The samples of a finished `.eval` log, one at a time, as JSON, in the order
+    `EvalLog.samples` lists them (epoch, then id).
+
+    `EvalLog.samples` loads every sample of the run at once, each with its whole transcript
+    (about 100 kB of JSON a sample): that, not the run, was most of a large run's memory.
+    The log is a zip with one member per sample (`samples/<id>_epoch_<n>.json`, the
+    format's own layout, read by name as inspect does): each is read, used and dropped.
+    """
+    import zipfile
+
+    from inspect_ai.log import read_eval_log
+
+    header = read_eval_log(location, header_only=True)
+    ids = header.eval.dataset.sample_ids or []
+    epochs = header.eval.config.epochs or 1
+    # inspect's order (log.sort_samples): by epoch, then by id (numbers as zero-filled text)
+    order = sorted(((e, i) for e in range(1, epochs + 1) for i in ids),
+                   key=lambda k: (k[0], k[1] if isinstance(k[1], str) else str(k[1]).zfill(20)))
+    with zipfile.ZipFile(location.removeprefix("file://")) as log:
+        names = set(log.namelist())
+        for epoch, sid in order:
+            name = f"samples/{sid}_epoch_{epoch}.json"
+            if name not in names:
+                raise RunFailed(f"{location}: sample {sid} (epoch {epoch}) is missing from the inspect log")
+            yield json.loads(log.read(name))
+
+
+LOG_BUFFER = 10
+"""Finished samples inspect holds before it appends them to its log."""
 
 SCOPE_HEADER = "x-compaction-eval-scope"
 
@@ -301,11 +334,18 @@ def _no_log_without_answers(log_dir: Path) -> Iterator[None]:
         raise
 
 
-def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], None] | None = None) -> dict[str, Any]:
+def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], None] | None = None,
+               with_samples: bool = True) -> dict[str, Any]:
     """Evaluate every prompt on every sample; write `out_dir/results.json` and the logs.
 
     `on_plan` is told the number of samples inspect will run (samples x prompts x epochs)
     once the inputs are checked and before any runs, so a progress bar starts at its real total.
+
+    The run streams: each sample's record is written to disk and counted into the
+    statistics as it is read from inspect's log, so memory does not grow with the number of
+    samples. The document returned holds them (`samples`, read back from results.json) only
+    with `with_samples`; without it, everything else (the leaderboard rows, corpus, files):
+    what a command that prints the leaderboard needs, at the memory of a small run.
 
     Inputs are checked before anything runs; `out_dir` appears only when the run succeeded.
     A rerun of a killed run (same `out_dir`) clears the killed attempt's staging directory
@@ -331,6 +371,7 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
     require_span(candidates, settings.shape)  # else every sample scores 0% and the run "succeeds"
     if on_plan is not None:
         on_plan(sum(1 for _ in corpus.samples()) * len(candidates) * config.epochs)
+    corpus_summary = corpus_stats(corpus)
     from inspect_ai import eval as inspect_eval  # slow import: only when something runs
     from inspect_ai.model import get_model
 
@@ -351,6 +392,8 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
         dropped: list[str] = []
         if from_hf:
             traces, labels = _hf_files(corpus, stage)
+        # the task reads its own inputs: the whole corpus is not kept through the run
+        del corpus
         focus = settings.focus
         if config.redact:
             traces, redactions = _redacted_traces(config, stage)
@@ -390,6 +433,10 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
             extra["score_display"] = False
         if not real:
             extra["log_realtime"] = False
+        # From 1,000 samples on inspect holds a twentieth of the run's samples, whole
+        # transcripts and all, before it writes them to the log (500 at 10,000): memory
+        # that grew with the run. A fixed buffer (its default below 1,000) keeps it flat.
+        extra["log_buffer"] = LOG_BUFFER
         if real:
             extra["extra_headers"] = cache_scope(config)
             if config.batch:
@@ -417,7 +464,6 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
             where = f"; inspect log: {log.location} (inspect view --log-dir {log_dir}; inspect eval-retry {log.location})" if log.location else ""
             raise RunFailed(f"inspect run failed ({log.status}): {_failure_message(log, config.max_retries, config.timeout)}{where}")
         inspect_log = adopt_log(log.location, stage / "logs") if log.location else None
-        samples = [_sample_record(s) for s in log.samples or []]
         fields = {c.name: c.active_fields for c in candidates if c.fields}
         from compaction_eval.corpus.redact import redact_json
 
@@ -443,19 +489,31 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
             # model args may carry credentials (api_key=...): never write them verbatim
             "config": redact_json(config_json(config)),
             "redactions": {"replaced": redactions, "avoid_items_removed": dropped} if config.redact else None,
-            "corpus": corpus_stats(corpus),
+            "corpus": corpus_summary,
             "inspect_log": str(inspect_log.relative_to(stage)) if inspect_log else None,
             "inspect_log_kept": str(Path(log.location).resolve()) if log.location else None,
             "inputs_as_given": given,
-            "samples": samples,
-            # each prompt's declared schema fields: the gate fails a candidate that stops asking for one
-            "prompts": [dict(row, fields=list(fields.get(row["prompt"], ()))) if row["prompt"] in fields else row
-                        for row in summarise_prompts(samples, {c.name: c.description for c in candidates})],
-            # kept in k of N epochs per fact: the gate does not fail on facts that flicker
-            "fact_stability": stability_summary({"samples": samples}),
         }
-        if not samples:
-            raise RunFailed("inspect returned no scored samples")
-        write_json_atomic(stage / RESULTS_FILE, results)
+        # One sample at a time: its record goes to disk and into the running figures.
+        totals, tally = RunTotals(), FactTally()
+        with SpooledList(stage) as samples:
+            for sample in log_samples(log.location) if log.location else ():
+                record = _sample_record(sample)
+                samples.append(record)
+                totals.add(record)
+                tally.add(record)
+            if not samples:
+                raise RunFailed("inspect returned no scored samples")
+            results["samples"] = samples
+            # each prompt's declared schema fields: the gate fails a candidate that stops asking for one
+            results["prompts"] = [dict(row, fields=list(fields.get(row["prompt"], ()))) if row["prompt"] in fields else row
+                                  for row in totals.rows({c.name: c.description for c in candidates})]
+            # kept in k of N epochs per fact: the gate does not fail on facts that flicker
+            results["fact_stability"] = tally.summary()
+            write_json_atomic(stage / RESULTS_FILE, results)
+        del results["samples"]
+        if with_samples:  # read back: the same document a reader of results.json gets
+            with (stage / RESULTS_FILE).open(encoding="utf-8") as fh:
+                results = json.load(fh)
         (stage / PID_FILE).unlink()
     return results

@@ -12,10 +12,55 @@ compacted by one prompt.
 from __future__ import annotations
 
 import copy
+import sys
 from collections import defaultdict
 from typing import Any
 
 FactKey = tuple[str, int, str, str]
+
+
+class FactTally:
+    """(kept, runs) per fact, counted one sample record at a time (a run adds each sample
+    as it is read, holding no sample records). Keys share their trace and prompt strings."""
+
+    def __init__(self) -> None:
+        self.counts: dict[FactKey, list[int]] = {}
+
+    def add(self, sample: dict[str, Any]) -> None:
+        trace, point, prompt = sys.intern(sample["trace"]), int(sample["point"]), sys.intern(sample["prompt"])
+        counts = self.counts
+        for f in sample["facts"]:
+            cell = counts.get(key := (trace, point, prompt, f["id"]))
+            if cell is None:
+                cell = counts[key] = [0, 0]
+            cell[0] += bool(f["kept"])
+            cell[1] += 1
+
+    def stability(self) -> dict[FactKey, tuple[int, int]]:
+        return {k: (v[0], v[1]) for k, v in self.counts.items()}
+
+    def summary(self, *, max_listed: int = 500) -> dict[str, Any]:
+        """See `stability_summary`."""
+        stab = self.stability()
+        unstable = sorted((k, v) for k, v in stab.items() if 0 < v[0] < v[1])
+        runs = sorted({n for _, n in stab.values()})
+        return {
+            "epochs": max(runs) if runs else 0,
+            "facts": len(stab),
+            "unstable": len(unstable),
+            "stable_share": (1 - len(unstable) / len(stab)) if stab else 1.0,
+            "unstable_facts": [
+                {"trace": t, "point": p, "prompt": pr, "fact": f, "kept": k, "runs": n}
+                for (t, p, pr, f), (k, n) in unstable[:max_listed]
+            ],
+        }
+
+
+def _tally(results: dict[str, Any]) -> FactTally:
+    tally = FactTally()
+    for s in results.get("samples", []):
+        tally.add(s)
+    return tally
 
 
 def fact_stability(results: dict[str, Any]) -> dict[FactKey, tuple[int, int]]:
@@ -25,13 +70,7 @@ def fact_stability(results: dict[str, Any]) -> dict[FactKey, tuple[int, int]]:
         results: a results@1 document; samples of several epochs of the same
             (trace, point, prompt) are counted together.
     """
-    out: dict[FactKey, list[int]] = defaultdict(lambda: [0, 0])
-    for s in results.get("samples", []):
-        for f in s["facts"]:
-            cell = out[(s["trace"], int(s["point"]), s["prompt"], f["id"])]
-            cell[0] += bool(f["kept"])
-            cell[1] += 1
-    return {k: (v[0], v[1]) for k, v in out.items()}
+    return _tally(results).stability()
 
 
 def unstable_facts(results: dict[str, Any]) -> dict[FactKey, tuple[int, int]]:
@@ -46,19 +85,7 @@ def stability_summary(results: dict[str, Any], *, max_listed: int = 500) -> dict
         results: a results@1 document.
         max_listed: at most this many unstable facts are listed (the counts cover all).
     """
-    stab = fact_stability(results)
-    unstable = sorted((k, v) for k, v in stab.items() if 0 < v[0] < v[1])
-    runs = sorted({n for _, n in stab.values()})
-    return {
-        "epochs": max(runs) if runs else 0,
-        "facts": len(stab),
-        "unstable": len(unstable),
-        "stable_share": (1 - len(unstable) / len(stab)) if stab else 1.0,
-        "unstable_facts": [
-            {"trace": t, "point": p, "prompt": pr, "fact": f, "kept": k, "runs": n}
-            for (t, p, pr, f), (k, n) in unstable[:max_listed]
-        ],
-    }
+    return _tally(results).summary(max_listed=max_listed)
 
 
 def _recall(facts: list[dict[str, Any]]) -> float:

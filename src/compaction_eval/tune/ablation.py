@@ -189,7 +189,7 @@ def _measure_recall(config: TuneConfig, paths: dict[str, Path], run_dir: Path) -
 
     rc = RecallConfig(traces=config.traces, labels=config.labels, prompts=[str(p) for p in paths.values()],
                       model=config.model, compaction=config.compaction)
-    results = run_recall(rc, run_dir)
+    results = run_recall(rc, run_dir, with_samples=False)
     return {p["prompt"]: p for p in results["prompts"]}
 
 

@@ -559,13 +559,20 @@ class SemanticIndex:
         return block.max(axis=0) if len(block) else np.zeros(n)
 
 
-@lru_cache(maxsize=16384)
+GRAM_COUNTS_CACHED = 2048
+"""Documents whose gram counts are kept: what recurs is the facts and context units of the
+samples running now (the prompts of one point share its context; fact texts recur for every
+summary of their trace). Each entry is a Counter of some hundred grams, about 13 kB: 16,384
+of them were 200 MB, the most a large run held."""
+
+
+@lru_cache(maxsize=GRAM_COUNTS_CACHED)
 def _word_counts(doc: str) -> Counter[str]:
     """Word 1-2 gram counts of a normalised text (cached: fact texts recur for every summary)."""
     return Counter(_word_analyzer(_expand(doc)))
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=GRAM_COUNTS_CACHED)
 def _char_counts(doc: str) -> Counter[str]:
     """Character 3-5 gram counts within words padded with a space (scikit-learn's `char_wb`)."""
     padded = [f" {word} " for word in _expand(doc).split()]
