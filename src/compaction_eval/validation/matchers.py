@@ -480,7 +480,9 @@ def disagreements(items: Sequence[Item], matcher: str) -> list[dict[str, Any]]:
 def _model(model: Any) -> Any:
     from inspect_ai.model import get_model
 
-    return get_model(model) if isinstance(model, str) else model
+    # not memoized: inspect keeps one client per model name, bound to the endpoint (base URL,
+    # key) of the environment it was first made in; a command reads its environment afresh
+    return get_model(model, memoize=False) if isinstance(model, str) else model
 
 
 def judge_gold(gold: Sequence[GoldFile], model: Any) -> dict[tuple[str, str], dict]:
