@@ -310,3 +310,60 @@ def test_killed_horizon_run_resumes_without_repaying(loopback, tmp_path):
     assert again.returncode == 0, again.stderr
     assert served_since(loopback, mark) == []
     assert_no_key_anywhere(tmp_path, rerun.stdout, rerun.stderr, again.stdout, again.stderr, (tmp_path / "killed.err").read_text())
+
+
+def _poison_generate_cache(cache: Path, marker: Path) -> int:
+    """Replace every generate-cache entry under `cache` with a pickle that runs code when
+    loaded (`os.mkdir(marker)`), and drop the answer journal: what a hostile checkout commits."""
+    import pickle
+    import shutil
+
+    class Evil:
+        def __reduce__(self):
+            return os.mkdir, (str(marker),)
+
+    entries = [p for p in (cache / "generate").rglob("*") if p.is_file()]
+    for entry in entries:
+        entry.write_bytes(pickle.dumps((None, Evil())))
+    shutil.rmtree(cache / "compaction-eval-answers", ignore_errors=True)
+    return len(entries)
+
+
+def test_a_generate_cache_committed_in_the_work_tree_is_never_loaded(loopback, tmp_path):
+    # The checkout commits inspect cache entries where the cache used to live
+    # (./.compaction-eval/inspect-cache), at the keys this very run asks for.
+    proj, marker = tmp_path / "proj", tmp_path / "code-ran"
+    subprocess.run(["git", "init", "-q", str(proj)], check=True)
+    env = _env(loopback, tmp_path)  # HOME (and so the user cache directory) outside the checkout
+    committed = proj / ".compaction-eval" / "inspect-cache"
+    cmd = [sys.executable, "-m", "compaction_eval.cli.main", "recall", *SMALL, "--out", str(proj / "results")]
+    asked = {**env, "COMPACTION_EVAL_CACHE_DIR": str(proj / ".compaction-eval")}  # the user names it: allowed
+    first = subprocess.run([*cmd, "--run", "a"], capture_output=True, text=True, cwd=proj, env=asked, timeout=300)
+    assert first.returncode == 0, first.stderr
+    assert _poison_generate_cache(committed, marker) == SAMPLES
+
+    mark = len(loopback.requests)
+    plain = subprocess.run([*cmd, "--run", "b"], capture_output=True, text=True, cwd=proj, env=env, timeout=300)
+    assert plain.returncode == 0, plain.stderr
+    assert not marker.exists(), "a pickle committed in the work tree ran code"
+    assert len(served_since(loopback, mark)) == SAMPLES  # asked again: the checkout's answers are not used
+    assert (tmp_path / "home" / ".cache" / "compaction-eval" / "inspect-cache" / "generate").is_dir()
+
+    # Even where the user asks for that directory, an entry builds data only: refused, named, asked again.
+    mark = len(loopback.requests)
+    named = subprocess.run([*cmd, "--run", "c"], capture_output=True, text=True, cwd=proj, env=asked, timeout=300)
+    assert named.returncode == 0, named.stderr
+    assert not marker.exists(), "a pickle in a named cache directory ran code"
+    assert "ignored a generate-cache entry" in named.stderr and "is not data: refused" in named.stderr
+    assert len(served_since(loopback, mark)) == SAMPLES
+
+
+def test_a_cache_inside_a_work_tree_is_refused_unless_named(loopback, tmp_path):
+    proj = tmp_path / "proj"
+    subprocess.run(["git", "init", "-q", str(proj)], check=True)
+    env = {**_env(loopback, tmp_path), "INSPECT_CACHE_DIR": str(proj / "cache")}
+    cmd = [sys.executable, "-m", "compaction_eval.cli.main", "recall", *SMALL, "--out", str(proj / "results"), "--run", "x"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=proj, env=env, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert f"{proj / 'cache'}: model cache is inside the git work tree {proj}" in proc.stderr
+    assert not (proj / "results" / "x").exists()

@@ -28,15 +28,20 @@ STATE_DIR = Path(".compaction-eval")
 
 
 def keep_inspect_local() -> None:
-    """Keep inspect's and matplotlib's state under the working directory, not HOME.
+    """Keep inspect's logs and matplotlib's state under the working directory, and the model
+    caches in the user cache directory (`compaction.cachefiles`), never in the working tree.
 
     inspect writes ./logs, ~/.cache/inspect_ai and ~/.local/share/inspect_ai by default,
-    matplotlib ~/.config/matplotlib; a user's own settings win.
+    matplotlib ~/.config/matplotlib; a user's own settings win. The generate cache is pickle:
+    a checkout must not be able to supply it, so it is not kept under `./.compaction-eval/`.
     """
+    from compaction_eval.compaction.cachefiles import INSPECT_SUBDIR, default_cache_root
+
     base = STATE_DIR.resolve()
-    os.environ.setdefault("INSPECT_CACHE_DIR", str(base / "inspect-cache"))
+    cache = default_cache_root()
+    os.environ.setdefault("INSPECT_CACHE_DIR", str(cache / INSPECT_SUBDIR))
     os.environ.setdefault("XDG_DATA_HOME", str(base / "data"))
-    os.environ.setdefault("XDG_CACHE_HOME", str(base / "cache"))
+    os.environ.setdefault("XDG_CACHE_HOME", str(cache / "xdg"))
     os.environ.setdefault("INSPECT_LOG_DIR", str(base / "logs"))
     os.environ.setdefault("MPLCONFIGDIR", str(base / "matplotlib"))
 

@@ -85,6 +85,9 @@ def journal_notes() -> None:
     journal = sys.modules.get("compaction_eval.compaction.journal")  # loaded only by real-model runs
     for path, why in journal.damaged_entries() if journal else []:
         print(f"note: ignored a damaged answer-journal entry {path}: {why} (the model was asked again)", file=sys.stderr)
+    cache = sys.modules.get("compaction_eval.compaction.cachefiles")
+    for path, why in cache.refused_entries() if cache else []:
+        print(f"note: ignored a generate-cache entry {path}: {why} (the model was asked again)", file=sys.stderr)
 
 
 if __name__ == "__main__":
