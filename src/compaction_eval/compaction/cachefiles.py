@@ -172,7 +172,7 @@ def load_entry(data: bytes) -> tuple[Any, Any]:
 
 
 def safe_fetch(entry: Any) -> Any:
-    """inspect's `cache_fetch`, with the three rules of this module applied."""
+    """The replacement of inspect's `cache_fetch`, with the three rules of this module applied."""
     from inspect_ai.model import ModelOutput
     from inspect_ai.model._cache import _cache_entry_path, _is_expired
 
@@ -201,7 +201,7 @@ def safe_fetch(entry: Any) -> Any:
 
 
 def safe_store(entry: Any, output: Any) -> bool:
-    """inspect's `cache_store`, writing a temporary file renamed over the entry (never
+    """The replacement of inspect's `cache_store`, writing a temporary file renamed over the entry (never
     opening a FIFO or following a link that sits at the entry's path)."""
     from inspect_ai.model._cache import _cache_entry_path, _cache_expiry
 
