@@ -185,23 +185,11 @@ def load_source_corpus(
 def _redact_sources(found: SourceCorpus) -> None:
     """A redacted run shows only redacted sources: its excerpts and fact text come from the
     original files, which still hold the secrets the model never saw."""
-    import dataclasses
-
     from compaction_eval.contracts.traces import trace_from_json
-    from compaction_eval.corpus.redact import redact_json, redact_text
+    from compaction_eval.corpus.redact import redact_json, redact_labels
 
     found.traces = {tid: trace_from_json(redact_json(t.to_json()), t.path) for tid, t in found.traces.items()}
-
-    def fact(f: Any) -> Any:
-        changes: dict[str, Any] = {"text": redact_text(f.text), "keys": tuple(redact_text(k) for k in f.keys)}
-        if hasattr(f, "alt_keys"):
-            changes["alt_keys"] = tuple(tuple(redact_text(k) for k in ks) for ks in f.alt_keys)
-        return dataclasses.replace(f, **changes)
-
-    found.labels = {
-        tid: dataclasses.replace(lab, facts=tuple(fact(f) for f in lab.facts), avoid=tuple(fact(a) for a in lab.avoid))
-        for tid, lab in found.labels.items()
-    }
+    found.labels = {tid: redact_labels(lab) for tid, lab in found.labels.items()}
 
 
 # ----------------------------------------------------------------------------- view model
