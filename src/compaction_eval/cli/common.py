@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -44,6 +46,35 @@ def keep_inspect_local() -> None:
     os.environ.setdefault("XDG_CACHE_HOME", str(cache / "xdg"))
     os.environ.setdefault("INSPECT_LOG_DIR", str(base / "logs"))
     os.environ.setdefault("MPLCONFIGDIR", str(base / "matplotlib"))
+
+
+def whole(least: int) -> Callable[[str], int]:
+    """An argparse `type`: a whole number of at least `least` (`--timeout -5`, `--max-traces 0`
+    and `--max-retries -3` are refused by the parser, one line, exit 2)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least}: {text!r}")
+        return value
+
+    parse.__name__ = f"whole number >= {least}"
+    return parse
+
+
+def share(text: str) -> float:
+    """An argparse `type`: a finite number between 0 and 1 (`--tolerance nan` passed every
+    regression, since no comparison with NaN is true)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1: {text!r}")
+    return value
 
 
 def error(message: str, code: int = 2) -> int:
@@ -118,16 +149,16 @@ def add_recall_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompts", nargs="+", help="prompt templates or directories (default: prompts)")
     add_model_args(p)
     p.add_argument("--judge-model", help="LLM judge: it decides every fact (the judge tier; the matcher stays beside it as a cross-check). Without it the offline matcher tier decides")
-    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"summary budget in tokens (default: {DEFAULT_BUDGET})")
-    p.add_argument("--keep-last", type=int, default=DEFAULT_KEEP_LAST, help=f"messages kept verbatim at the end (default: {DEFAULT_KEEP_LAST})")
+    p.add_argument("--budget", type=whole(1), default=DEFAULT_BUDGET, help=f"summary budget in tokens (default: {DEFAULT_BUDGET})")
+    p.add_argument("--keep-last", type=whole(0), default=DEFAULT_KEEP_LAST, help=f"messages kept verbatim at the end (default: {DEFAULT_KEEP_LAST})")
     p.add_argument("--shape", choices=["inline", "messages"], default=DEFAULT_SHAPE, help="span in the prompt, or as messages with the instruction last")
     p.add_argument("--focus", help="focus instruction passed to every prompt")
-    p.add_argument("--epochs", type=int, default=1, help="repeats per sample (real models)")
+    p.add_argument("--epochs", type=whole(1), default=1, help="repeats per sample (real models)")
     p.add_argument("--out", default="results", help="parent directory of run directories (default: results)")
     p.add_argument("--run", help="run name (default: a timestamp)")
     p.add_argument("--redact", action="store_true", help="replace secret-looking strings in traces before anything is sent to a model")
     p.add_argument("--batch", action="store_true", help="use the provider's batch mode (real models)")
     p.add_argument("-M", "--model-arg", action="append", metavar="KEY=VALUE", help="model argument (part of the generate-cache scope)")
-    p.add_argument("--max-retries", type=int, default=4, help="retries per model call (default: 4; inspect's default is unbounded)")
-    p.add_argument("--timeout", type=int, default=120, help="seconds per model request (default: 120)")
+    p.add_argument("--max-retries", type=whole(0), default=4, help="retries per model call (default: 4; inspect's default is unbounded)")
+    p.add_argument("--timeout", type=whole(1), default=120, help="seconds per model request (default: 120)")
     add_output_args(p)

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from compaction_eval.cli.common import DEFAULT_LABELS, DEFAULT_TRACES, error
+from compaction_eval.cli.common import DEFAULT_LABELS, DEFAULT_TRACES, error, whole
 from compaction_eval.contracts.problems import ContractError
 
 
@@ -118,7 +118,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     labels_sub = p.add_subparsers(dest="labels_command", required=True)
     q = labels_sub.add_parser("draft", help="propose candidate facts at a point, as a labels file to edit")
     q.add_argument("trace", help="a trace file (trace@1 or any importable format)")
-    q.add_argument("--point", type=int, required=True, help="the compaction point: messages[0:POINT] is the history")
+    q.add_argument("--point", type=whole(0), required=True, help="the compaction point: messages[0:POINT] is the history")
     q.add_argument("--out", help="write the draft here (default: standard output); an existing file is refused")
     q.add_argument("--force", action="store_true", help="overwrite an existing --out file")
     q.set_defaults(func=cmd_labels_draft)

@@ -19,6 +19,7 @@ import gzip
 import json
 import re
 from collections import Counter
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,7 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 def is_secret_key(key: str) -> bool:
     """Whether a JSON object key names a credential (see SECRET_KEY_WORDS)."""
     words = re.split(r"[^a-z0-9]+", _CAMEL.sub("_", key).lower())
-    joined = {a + b for a, b in zip(words, words[1:])}  # api_key -> apikey, private_key -> privatekey
+    joined = {a + b for a, b in pairwise(words)}  # api_key -> apikey, private_key -> privatekey
     return bool(SECRET_KEY_WORDS & (set(words) | joined))
 
 
