@@ -89,7 +89,7 @@ def cmd_corpus_export(args: argparse.Namespace) -> int:
     from compaction_eval.corpus.load import load_corpus
 
     corpus = load_corpus(args.traces or DEFAULT_TRACES, args.labels or DEFAULT_LABELS)
-    out = export_hf(corpus, Path(args.out), name=args.name)
+    out = export_hf(corpus, Path(args.out), name=args.name, force=args.force)
     print(f"corpus export: {len(corpus.traces)} trace(s), {len(corpus.labels)} labelled, written to {out} "
           f"(datasets.load_from_disk / load_dataset; read back with --traces hf:{out} --labels hf:{out})", file=sys.stderr)
     return 0
@@ -129,7 +129,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_corpus)
     corpus_sub = p.add_subparsers(dest="corpus_command")
     q = corpus_sub.add_parser("export", help="write traces + labels + provenance as a Hugging Face dataset folder")
-    q.add_argument("out", help="the dataset folder to write (replaced if it is an earlier export)")
+    q.add_argument("out", help="the dataset folder to write (an earlier export is replaced only with --force)")
+    q.add_argument("--force", action="store_true", help="replace an earlier export in OUT (never a folder holding other files)")
     q.add_argument("--format", choices=["hf"], default="hf", help="hf: datasets.save_to_disk layout plus a dataset card")
     q.add_argument("--name", default="compaction-eval corpus", help="the dataset's name in its card")
     _corpus_inputs(q)

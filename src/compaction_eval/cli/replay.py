@@ -33,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--out", default="results", help="parent directory of run directories (default: results)")
         p.add_argument("--run", help="run name (default: a timestamp)")
         p.add_argument("--into", help="add the file to this existing run directory instead of creating one")
+        p.add_argument("--force", action="store_true", help="with --into: replace the file if the run directory has it already")
         if name == "replay":
             p.add_argument("--policies", nargs="+", default=["baseline", "eviction", "full"],
                            help="context policies: baseline, eviction, full, inspect-*, module:Class")
@@ -81,7 +82,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"{args.mode}: model {config.model} -> {out}", file=sys.stderr)
     try:
-        results = run_modes(config, out, (args.mode,), existing=bool(args.into))
+        results = run_modes(config, out, (args.mode,), existing=bool(args.into), force=args.force)
     except ContractError:
         raise
     except (RuntimeError, ValueError) as exc:

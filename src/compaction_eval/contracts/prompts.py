@@ -381,6 +381,8 @@ def read_header(path: Path | str) -> dict:
     meta = load_yaml_text(match.group(1), f"{path} header") or {}
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
         raise ContractError([Problem(str(path), "header", "header needs 'name'")])
+    if not PROMPT_NAME.fullmatch(meta["name"]):  # it becomes a file name (`<name>-tuned.j2`) and a results key
+        raise ContractError([Problem(str(path), "header.name", f"{meta['name'][:80]!r} is not a plain name: [A-Za-z0-9][A-Za-z0-9_.-]{{0,63}} (no path separators)")])
     return meta
 
 

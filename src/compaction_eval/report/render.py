@@ -26,7 +26,7 @@ from compaction_eval.contracts.labels import CATEGORIES, Labels
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.runfiles import RESULTS_FILE, read_results, write_text_atomic
 from compaction_eval.contracts.settings import is_stand_in
-from compaction_eval.contracts.traces import Trace
+from compaction_eval.contracts.traces import Trace, parse_json_text
 from compaction_eval.gate.compare import (
     Comparison,
     CorpusMismatch,
@@ -74,8 +74,8 @@ def read_matchers(run_dir: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        data = parse_json_text(path.read_text(encoding="utf-8"), str(path))
+    except (ContractError, UnicodeDecodeError):
         return None
     return data if isinstance(data, dict) and isinstance(data.get("facts"), dict) else None
 
@@ -86,7 +86,7 @@ def read_horizon(run_dir: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_json_text(path.read_text(encoding="utf-8"), str(path))
     except json.JSONDecodeError as exc:
         raise ContractError([Problem(str(path), f"line {exc.lineno}", f"malformed JSON: {exc.msg}")]) from None
     if not isinstance(data, dict) or data.get("schema") != HORIZON_SCHEMA:
