@@ -11,7 +11,6 @@ import sys
 
 import pytest
 
-from compaction_eval.cli.main import main
 from compaction_eval.contracts.problems import ContractError
 from compaction_eval.contracts.traces import parse_json_text, strict_loads
 from test_hostile_input import ALIAS_BOMB, TRACE, cli, write_corpus

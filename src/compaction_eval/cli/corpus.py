@@ -50,7 +50,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from compaction_eval.corpus.importing import import_files
 
-    written = import_files([Path(s) for s in args.src], args.from_format, Path(args.out), redact=not args.keep_secrets)
+    written = import_files([Path(s) for s in args.src], args.from_format, Path(args.out), redact=not args.keep_secrets, force=args.force)
     for path in written:
         print(path)
     print(f"import: {len(written)} trace(s) written to {args.out}", file=sys.stderr)
@@ -110,6 +110,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("src", nargs="+")
     p.add_argument("--from", dest="from_format", help="source format (default: detected)")
     p.add_argument("--out", required=True)
+    p.add_argument("--force", action="store_true", help="replace trace files of the same id already in --out")
     p.add_argument("--keep-secrets", action="store_true",
                    help="write what the sources hold (default: secret-looking strings are replaced, counted in metadata.redactions)")
     p.set_defaults(func=cmd_import)
