@@ -84,3 +84,27 @@ def test_a_swe_agent_sample_with_80k_unclosed_parameters_imports_in_linear_time(
     assert proc.returncode == 0, proc.stderr
     trace = json.loads((tmp_path / "out" / "x.json").read_text())
     assert trace["metadata"]["inline_calls"]["kept_as_text"] == [{"index": 1, "reason": "the call holds text outside <parameter=...> elements"}]
+
+
+def test_control_characters_in_names_never_reach_the_terminal(tmp_path, capsys):
+    from compaction_eval.cli.main import main
+
+    bad = tmp_path / "evil\x1b]0;pwned\x07\x1b[2J.json"
+    for argv in (["lint", str(bad)], ["recall", "--traces", str(bad), "--out", str(tmp_path / "r")]):
+        assert main(argv) != 0
+        out, err = capsys.readouterr()
+        assert "\x1b" not in out + err and "\x07" not in out + err and "evil\\x1b]0;pwned\\x07\\x1b[2J.json" in out + err
+
+
+def test_an_output_that_is_a_directory_is_a_located_error(tmp_path):
+    from compaction_eval.contracts.runfiles import write_text_atomic
+
+    (tmp_path / "gate.md").mkdir()
+    with pytest.raises(ContractError, match=r"gate\.md: is a directory: name a file to write"):
+        write_text_atomic(tmp_path / "gate.md", "x")
+
+
+def test_the_dataset_card_escapes_once():
+    from compaction_eval.corpus.export import _md
+
+    assert _md("a<b & c|d") == "a&#60;b &#38; c\\|d"

@@ -77,9 +77,18 @@ def share(text: str) -> float:
     return value
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F) if c != 0x09}
+
+
+def terminal_safe(text: str) -> str:
+    r"""`text` with control characters shown as hex escapes (ESC as `\x1b`): a name from a trace, a label or a file
+    name (ESC sequences, BEL) must not drive the terminal it is printed on."""
+    return text.translate(_CONTROL)
+
+
 def error(message: str, code: int = 2) -> int:
     """Print one error line and return the exit code."""
-    print(f"compaction-eval: error: {message}", file=sys.stderr)
+    print(f"compaction-eval: error: {terminal_safe(message)}", file=sys.stderr)
     return code
 
 

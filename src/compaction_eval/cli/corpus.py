@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from compaction_eval.cli.common import DEFAULT_LABELS, DEFAULT_TRACES, error, whole
+from compaction_eval.cli.common import DEFAULT_LABELS, DEFAULT_TRACES, error, terminal_safe, whole
 from compaction_eval.contracts.problems import ContractError
 
 
@@ -36,11 +36,11 @@ def cmd_lint(args: argparse.Namespace) -> int:
         print(f"lint: {n_prompts} prompt(s): {f'{len(problems)} problem(s)' if problems else 'ok'}", file=sys.stderr)
         return 1 if problems else 0
     for p in found:  # the prompt lint printed its own
-        print(p)
+        print(terminal_safe(str(p)))
     for path in skipped:
-        print(f"note: skipped {path}: JSON that is not a trace", file=sys.stderr)
+        print(terminal_safe(f"note: skipped {path}: JSON that is not a trace"), file=sys.stderr)
     for warning in draft_warnings(paths):
-        print(warning, file=sys.stderr)
+        print(terminal_safe(str(warning)), file=sys.stderr)
     status = f"{len(problems)} problem(s)" if problems else "ok"
     prompts = f"{n_prompts} prompt(s), " if n_prompts else ""
     print(f"lint: {prompts}{traces} trace file(s), {labels} labels file(s): {status}", file=sys.stderr)

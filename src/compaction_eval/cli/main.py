@@ -14,7 +14,7 @@ import os
 import sys
 
 from compaction_eval.cli.argv import subcommand_safe
-from compaction_eval.cli.common import error, keep_inspect_local
+from compaction_eval.cli.common import error, keep_inspect_local, terminal_safe
 from compaction_eval.cli.errors import error_message
 from compaction_eval.cli.version import add_version_flag
 from compaction_eval.contracts.problems import ContractError
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     except ContractError as exc:
         code = error(str(exc))
         for problem in exc.problems[1:]:
-            print(f"  {problem}", file=sys.stderr)
+            print(f"  {terminal_safe(str(problem))}", file=sys.stderr)
         return code
     except KeyboardInterrupt:
         return error("interrupted", 130)

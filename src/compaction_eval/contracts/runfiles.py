@@ -222,7 +222,9 @@ def write_text_atomic(path: Path, text: str) -> None:
     the 0600 of a temporary file: reports and results are meant to be shared.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():  # `--markdown DIR`, `report --out DIR`: one located line, not IsADirectoryError
+        raise ContractError([Problem(str(path), "", "is a directory: name a file to write")])
+    ensure_directory(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -86,7 +86,7 @@ def export_hf(corpus: Any, out: Path, *, name: str = "compaction-eval corpus", f
 def _md(value: Any) -> str:
     """A table cell: traces and labels are untrusted, so no markdown or HTML gets through."""
     text = str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-    for ch in "<>&*_`[]":
+    for ch in "&<>*_`[]":  # `&` first: escaping it after `<` turned `&#60;` into `&#38;#60;` (escaped twice)
         text = text.replace(ch, f"&#{ord(ch)};")
     return text
 
