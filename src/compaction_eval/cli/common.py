@@ -49,32 +49,49 @@ def keep_inspect_local() -> None:
 
 
 def whole(least: int) -> Callable[[str], int]:
-    """An argparse `type`: a whole number of at least `least` (`--timeout -5`, `--max-traces 0`
-    and `--max-retries -3` are refused by the parser, one line, exit 2)."""
+    """An argparse `type`: a whole number, at least `least` (checked with every other numeric
+    flag by `check_number_flags`, so `--timeout -5`, `--max-traces 0` and `--max-retries -3`
+    are one located line, exit 2, in every command)."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-        if value < least:
-            raise argparse.ArgumentTypeError(f"must be at least {least}: {text!r}")
-        return value
+        return int(text)
 
-    parse.__name__ = f"whole number >= {least}"
+    parse.__name__ = "whole number"
+    parse.least = least  # type: ignore[attr-defined]
     return parse
 
 
 def share(text: str) -> float:
-    """An argparse `type`: a finite number between 0 and 1 (`--tolerance nan` passed every
-    regression, since no comparison with NaN is true)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1: {text!r}")
-    return value
+    """An argparse `type`: a number, which `check_number_flags` requires to be finite and in
+    0-1 (`--tolerance nan` passed every regression: no comparison with NaN is true)."""
+    return float(text)
+
+
+share.__name__ = "number"
+
+
+def check_number_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Every `whole`/`share` flag of the command that was run, in range (ContractError naming
+    the flag otherwise). Flags of the compaction settings (`--budget`, `--keep-last`) keep
+    their own check (contracts.settings.CompactionSettings)."""
+    current = parser
+    while True:
+        subs = [a for a in current._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = subs[0].choices.get(getattr(args, subs[0].dest, None) or "") if subs else None
+        if chosen is None:
+            break
+        current = chosen
+    for action in current._actions:
+        value = getattr(args, action.dest, None)
+        if value is None or not action.option_strings:
+            continue
+        flag = action.option_strings[-1] if action.option_strings[-1].startswith("--") else action.option_strings[0]
+        for v in value if isinstance(value, list) else [value]:
+            least = getattr(action.type, "least", None)
+            if least is not None and isinstance(v, int) and v < least:
+                raise ContractError([Problem(flag, "", f"{v!r} is not valid: must be at least {least}")])
+            if action.type is share and isinstance(v, float) and not (math.isfinite(v) and 0.0 <= v <= 1.0):
+                raise ContractError([Problem(flag, "", f"{v!r} is not valid: must be a finite number between 0 and 1")])
 
 
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F) if c != 0x09}
@@ -158,8 +175,8 @@ def add_recall_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompts", nargs="+", help="prompt templates or directories (default: prompts)")
     add_model_args(p)
     p.add_argument("--judge-model", help="LLM judge: it decides every fact (the judge tier; the matcher stays beside it as a cross-check). Without it the offline matcher tier decides")
-    p.add_argument("--budget", type=whole(1), default=DEFAULT_BUDGET, help=f"summary budget in tokens (default: {DEFAULT_BUDGET})")
-    p.add_argument("--keep-last", type=whole(0), default=DEFAULT_KEEP_LAST, help=f"messages kept verbatim at the end (default: {DEFAULT_KEEP_LAST})")
+    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"summary budget in tokens (default: {DEFAULT_BUDGET})")
+    p.add_argument("--keep-last", type=int, default=DEFAULT_KEEP_LAST, help=f"messages kept verbatim at the end (default: {DEFAULT_KEEP_LAST})")
     p.add_argument("--shape", choices=["inline", "messages"], default=DEFAULT_SHAPE, help="span in the prompt, or as messages with the instruction last")
     p.add_argument("--focus", help="focus instruction passed to every prompt")
     p.add_argument("--epochs", type=whole(1), default=1, help="repeats per sample (real models)")

@@ -37,7 +37,7 @@ def add_horizon_args(p: argparse.ArgumentParser, *, in_run: bool = False) -> Non
         add_model_args(p, old_model=("--compactor",))
         p.add_argument("--prompt", default=DEFAULT_HORIZON_PROMPT, help=f"candidate prompt used by `full` (default: {DEFAULT_HORIZON_PROMPT})")
         p.add_argument("--prompts-dir", default="prompts")
-        p.add_argument("--budget", type=whole(1), default=DEFAULT_HORIZON_BUDGET, help=f"summary budget of `full` in tokens (default: {DEFAULT_HORIZON_BUDGET})")
+        p.add_argument("--budget", type=int, default=DEFAULT_HORIZON_BUDGET, help=f"summary budget of `full` in tokens (default: {DEFAULT_HORIZON_BUDGET})")
         p.add_argument("--out", default="results", help="parent directory of run directories (default: results)")
         p.add_argument("--run", help="run name (default: a timestamp)")
         from compaction_eval.cli.progress import add_output_args

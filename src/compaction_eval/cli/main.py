@@ -14,7 +14,7 @@ import os
 import sys
 
 from compaction_eval.cli.argv import subcommand_safe
-from compaction_eval.cli.common import error, keep_inspect_local, terminal_safe
+from compaction_eval.cli.common import check_number_flags, error, keep_inspect_local, terminal_safe
 from compaction_eval.cli.errors import error_message
 from compaction_eval.cli.version import add_version_flag
 from compaction_eval.contracts.problems import ContractError
@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(subcommand_safe(parser, sys.argv[1:] if argv is None else argv))
     keep_inspect_local()
     try:
+        check_number_flags(parser, args)
         code = args.func(args)
         if code == 0:
             from compaction_eval.cli.history import record_history

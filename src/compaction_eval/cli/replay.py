@@ -39,16 +39,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                            help="context policies: baseline, eviction, full, inspect-*, module:Class")
             p.add_argument("--windows", nargs="+", type=whole(1), default=[12000, 24000], help="context windows in tokens")
             p.add_argument("--prompt", default="handoff", help="candidate prompt of `full`")
-            p.add_argument("--budget", type=whole(1), default=HORIZON_COMPACTION.budget, help=f"summary budget of `full` (default: {HORIZON_COMPACTION.budget})")
+            p.add_argument("--budget", type=int, default=HORIZON_COMPACTION.budget, help=f"summary budget of `full` (default: {HORIZON_COMPACTION.budget})")
             p.add_argument("--price-model", help="entry of the price table (default: matched from --model)")
         elif name == "decay":
             p.add_argument("--k", type=whole(1), default=5, help="compactions in each chain (default 5)")
-            p.add_argument("--budget", type=whole(1), default=HORIZON_COMPACTION.budget, help=f"summary budget of each compaction (default: {HORIZON_COMPACTION.budget})")
+            p.add_argument("--budget", type=int, default=HORIZON_COMPACTION.budget, help=f"summary budget of each compaction (default: {HORIZON_COMPACTION.budget})")
             p.add_argument("--only-prompts", nargs="+", help="prompt names to run (default: all)")
         else:
             p.add_argument("--reader", help="model answering the probes (default: reader/default offline, else --model)")
-            p.add_argument("--budget", type=whole(1), default=DEFAULT_BUDGET, help=f"summary budget of the compaction (default: {DEFAULT_BUDGET})")
-            p.add_argument("--keep-last", type=whole(0), default=DEFAULT_KEEP_LAST, help=f"messages kept verbatim at the end (default: {DEFAULT_KEEP_LAST})")
+            p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"summary budget of the compaction (default: {DEFAULT_BUDGET})")
+            p.add_argument("--keep-last", type=int, default=DEFAULT_KEEP_LAST, help=f"messages kept verbatim at the end (default: {DEFAULT_KEEP_LAST})")
             p.add_argument("--only-prompts", nargs="+", help="prompt names to run (default: all)")
         from compaction_eval.cli.progress import add_output_args
 

@@ -27,7 +27,7 @@ def add_tune_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--traces", nargs="+", help=f"trace files or directories (default: with --results, the run's; else {' '.join(DEFAULT_TRACES)})")
     p.add_argument("--labels", nargs="+", help=f"labels files or directories (default: with --results, the run's; else {' '.join(DEFAULT_LABELS)})")
     add_model_args(p)
-    p.add_argument("--budget", type=whole(1), default=DEFAULT_BUDGET, help=f"summary budget in tokens (default: {DEFAULT_BUDGET})")
+    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help=f"summary budget in tokens (default: {DEFAULT_BUDGET})")
     p.add_argument("--shape", choices=SHAPES, default=DEFAULT_SHAPE, help=f"how the conversation is sent (default: {DEFAULT_SHAPE})")
     p.add_argument("--worlds", nargs="+", help="long-horizon worlds (default: all)")
     add_agent_model_arg(p)
