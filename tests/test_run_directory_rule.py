@@ -64,7 +64,7 @@ def test_tune_refuses_a_prompt_header_name_that_is_a_path(tmp_path, capsys, monk
     assert "../../../X" in prompt.read_text()
     code = main(["tune", str(prompt), "--traces", str(TRACE), "--labels", str(LABELS)])
     assert code == 2
-    assert f"{prompt}: header.name: '../../../X' is not a plain name" in capsys.readouterr().err
+    assert f"{prompt}: header.name: '../../../X': a name is letters, digits" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a"]
 
 

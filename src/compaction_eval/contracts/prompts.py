@@ -33,6 +33,7 @@ from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from compaction_eval.contracts.problems import ContractError, Problem
+from compaction_eval.contracts.runfiles import RUN_NAME
 from compaction_eval.contracts.yamlfile import load_yaml_text
 
 # The schema field that asks for each fact category (contracts/labels.CATEGORIES); a prompt
@@ -381,8 +382,9 @@ def read_header(path: Path | str) -> dict:
     meta = load_yaml_text(match.group(1), f"{path} header") or {}
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
         raise ContractError([Problem(str(path), "header", "header needs 'name'")])
-    if not PROMPT_NAME.fullmatch(meta["name"]):  # it becomes a file name (`<name>-tuned.j2`) and a results key
-        raise ContractError([Problem(str(path), "header.name", f"{meta['name'][:80]!r} is not a plain name: [A-Za-z0-9][A-Za-z0-9_.-]{{0,63}} (no path separators)")])
+    if not RUN_NAME.fullmatch(meta["name"]):  # it becomes a file name (`<name>-tuned.j2`): the one name rule of runfiles
+        raise ContractError([Problem(str(path), "header.name", f"{meta['name'][:80]!r}: a name is letters, digits, '_', '.' and '-', "
+                                     "starting with a letter or digit (it becomes a file name: no path separators)")])
     return meta
 
 
