@@ -108,3 +108,15 @@ def test_the_dataset_card_escapes_once():
     from compaction_eval.corpus.export import _md
 
     assert _md("a<b & c|d") == "a&#60;b &#38; c\\|d"
+
+
+def test_an_hf_row_with_nan_or_a_key_twice_is_a_located_problem(monkeypatch):
+    from compaction_eval.corpus import hf
+
+    good = json.dumps(TRACE)
+    rows = [{"id": "t1", "trace": good.replace('"messages"', '"score": NaN, "messages"', 1)},
+            {"id": "t2", "trace": good.replace('"id": "t1"', '"id": "t2", "id": "t3"', 1)}]
+    monkeypatch.setattr(hf, "load_rows", lambda spec: rows)
+    traces, problems = hf.read_traces("hf:some/dataset")
+    assert traces == [] and [p.place for p in problems] == ["row 0, trace", "row 1, trace"]
+    assert "NaN is not a JSON number" in problems[0].message and "duplicate key 'id'" in problems[1].message
