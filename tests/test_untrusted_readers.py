@@ -29,6 +29,7 @@ def test_a_review_file_with_an_alias_bomb_is_refused_at_once(tmp_path, capsys):
     ('{"id": "t1",\n  "id": "t2"}', "line 2 column 3", "duplicate key 'id'"),
     ('{"n": ' + "9" * 5000 + "}", "line 1 column 7", "an integer with more than 4300 digits"),
     ('{"x": [1, NaN]}', "line 1 column 11", "NaN is not a JSON number"),
+    ('{"ok": "\\ud83d\\ude00",\n "x": "a\\ud800"}', "line 2 column 9", "a lone UTF-16 surrogate escape"),
 ])
 def test_json_limits_are_located(text, place, message):
     with pytest.raises(ContractError) as info:

@@ -175,7 +175,7 @@ def strict_loads(text: str) -> Any:
     `json.JSONDecodeError` with its position: every reader's own located handling of malformed
     JSON (a JSONL line, a SQLite column, an hf: row) then applies to them too."""
     try:
-        return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
+        data = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError:
         raise
     except _NonFiniteNumber as exc:
@@ -191,6 +191,34 @@ def strict_loads(text: str) -> Any:
     except ValueError:  # an integer past Python's conversion limit
         match = re.search(r"\d{4301,}", text)
         raise json.JSONDecodeError("an integer with more than 4300 digits", text, match.start() if match else 0) from None
+    lone = _lone_surrogate(text)
+    if lone is not None:  # not text: writing it anywhere (results, report) would fail later, unlocated
+        raise json.JSONDecodeError("a lone UTF-16 surrogate escape (\\ud800-\\udfff) is not text", text, lone)
+    return data
+
+
+_ESCAPE = re.compile(r"\\(?:\\|u[dD][89a-fA-F][0-9a-fA-F]{2})")
+
+
+def _lone_surrogate(text: str) -> int | None:
+    r"""Where `text` has a `\uD800`-`\uDFFF` escape that is not half of a pair, else None
+    (escaped backslashes are skipped, so `\\ud800` is the text it says)."""
+    if "\\ud" not in text and "\\uD" not in text:
+        return None
+    pending = None  # position of a high surrogate awaiting its low half
+    for m in _ESCAPE.finditer(text):
+        if m.group(0) == "\\\\":
+            continue
+        high = m.group(0)[3].lower() in "89ab"
+        if pending is not None and (high or m.start() != pending + 6):
+            return pending
+        if high:
+            pending = m.start()
+        elif pending is None:
+            return m.start()
+        else:
+            pending = None
+    return pending
 
 
 def parse_json_text(text: str, where: str) -> Any:
@@ -201,7 +229,7 @@ def parse_json_text(text: str, where: str) -> Any:
     except json.JSONDecodeError as exc:
         if exc.msg.startswith("nested"):
             raise ContractError([Problem(where, "", f"JSON {exc.msg}")]) from None
-        message = exc.msg if exc.msg.startswith(("duplicate key", "an integer")) or "not a JSON number" in exc.msg else f"malformed JSON: {exc.msg}"
+        message = exc.msg if exc.msg.startswith(("duplicate key", "an integer", "a lone")) or "not a JSON number" in exc.msg else f"malformed JSON: {exc.msg}"
         raise ContractError([Problem(where, f"line {exc.lineno} column {exc.colno}", message)]) from None
 
 
