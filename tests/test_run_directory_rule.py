@@ -126,3 +126,13 @@ def test_corpus_export_never_wipes_the_users_files(tmp_path, capsys):
     assert (out / "notes.md").read_text() == "my notes"
     (out / "notes.md").unlink()
     assert main(["corpus", "export", str(out), *args, "--force"]) == 0
+
+
+def test_tune_optimize_never_replaces_name_optimized_without_force(tmp_path, capsys):
+    prompt = tmp_path / "terse.j2"
+    shutil.copy(ROOT / "prompts" / "terse.j2", prompt)
+    mine = tmp_path / "terse-optimized.j2"
+    mine.write_text("my hand-edited prompt")
+    assert main(["tune", str(prompt), "--optimize", "--traces", str(TRACE), "--labels", str(LABELS)]) == 2
+    assert f"{mine}: already exists: pass --force" in capsys.readouterr().err
+    assert mine.read_text() == "my hand-edited prompt"
