@@ -21,9 +21,10 @@ LABELS = ROOT / "labels" / "synth-ci-broken-001.yaml"
 # How each command's writes go through the rule.
 STAGED = {"run", "recall", "horizon", "replay", "decay", "probes"}  # a new --out/--run directory, checked name, built aside and renamed
 FORCED = {"import", "labels draft", "corpus export", "baseline save", "tune", "review", "prompts copy", "replay", "decay", "probes"}  # --force
-NEVER_OVERWRITES = {"init"}  # refuses any existing file, no --force at all
-DERIVED = {"report", "gate", "validate-matchers", "history add"}  # regenerate their own outputs (report.html, gate.md, matchers.json) or append to a database
-READ_ONLY = {"score", "lint", "labels", "corpus", "baseline", "baseline list", "suggest", "history", "history show", "history check",
+NEVER_OVERWRITES = {"init", "requests export"}  # refuses any existing file (a non-empty directory), no --force at all
+# regenerate their own outputs (report.html, gate.md, matchers.json) or append (a history database, a recording)
+DERIVED = {"report", "gate", "validate-matchers", "history add", "requests import"}
+READ_ONLY = {"score", "lint", "labels", "corpus", "baseline", "baseline list", "suggest", "history", "history show", "history check", "requests",
              "prompts", "prompts list", "prompts show", "docs", "schema"}
 
 

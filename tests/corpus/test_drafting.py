@@ -32,6 +32,24 @@ def test_draft_of_a_real_trace_lints_clean_and_has_candidates(tmp_path, name, ca
     assert all(f.source and max(f.source) < at for f in labels.facts)
 
 
+@pytest.mark.parametrize("name", REAL)
+def test_draft_keys_follow_the_key_rule(name):
+    """Drafted keys are anchors: no phrase, quote, cue word or word found all over the trace
+    (the weak-key rules of corpus.keylint find nothing), and the agent's sentences without an
+    anchor are left out rather than keyed by a word."""
+    from compaction_eval.contracts.labels import labels_from_text
+    from compaction_eval.corpus.drafting import draft_yaml
+    from compaction_eval.corpus.keylint import key_warnings, rule_of
+
+    trace, _ = read_trace(REAL_MINI / name)
+    at = len(trace.messages) // 2
+    labels = labels_from_text(draft_yaml(trace, at).replace("labelled_by: draft", "labelled_by: human"))
+    weak = [w for w in key_warnings(labels, trace) if rule_of(w) in ("phrase-key", "quote-key", "generic-key")]
+    assert weak == []
+    keys = [k.lower() for f in labels.facts for k in f.keys]
+    assert not {"must", "never", "only", "do not", "always"} & set(keys)
+
+
 def test_draft_finds_planted_facts_of_a_synthetic_trace():
     """On a generator trace, the rules recover literal facts the generator planted."""
     trace, _ = read_trace(ROOT / "fixtures" / "traces" / "synth-ci-broken-001.json.gz")

@@ -49,22 +49,26 @@ def test_validate_matchers_cli_offline_meets_targets(tmp_path, capsys):
     assert gold["fact_judgments"] >= 300 and gold["traces"] >= 10
     assert all(gold["styles"][s] > 0 for s in ("thorough", "terse", "drifted", "extractive"))
     assert gold["by_split"]["heldout"] > 0 and gold["by_split"]["fresh"] > 0
-    assert set(result["facts"]) == {"literal", "semantic", "default"}  # no judge without --model
+    # no judge without --model; `second` is the second reader, where the gold set has one
+    assert set(result["facts"]) == {"literal", "semantic", "default", "second"}
     default = result["facts"]["default"]
     # A regression guard on the part the matcher was built on (the tune part, cross-validated by
     # trace); the test part is measured, not guarded (its figure is the headline, whatever it is).
-    # Rounds 3-5 folded the earlier test parts into tune; on all 4,560: 0.794 (keys 0.747).
+    # Rounds 3-5 folded the earlier test parts into tune; on all 4,560: 0.794 (keys 0.747). Round 6
+    # (five agents the matcher had never seen, 1,225 judgments) joined it and the real labels were
+    # re-keyed by the key rule (issue 22): on all 5,785, 0.740 (keys 0.709). The guard follows
+    # the data: a matcher change that loses ground on it fails here.
     tune = result["headline"]["tune_cross_validated"]
-    assert tune["kappa"] >= 0.77 and tune["kappa"] > tune["keys_kappa"] + 0.03
-    assert tune["by_category"]["number"]["kappa"] >= 0.90
-    assert tune["by_category"]["artifact"]["kappa"] >= 0.85  # drifted paths in prose and commands
-    assert tune["by_category"]["bug"]["kappa"] >= 0.75
-    # round 5's test part joined the tune part after it was measured: no current test part, and
+    assert tune["kappa"] >= 0.73 and tune["kappa"] > tune["keys_kappa"] + 0.02
+    assert tune["by_category"]["number"]["kappa"] >= 0.87
+    assert tune["by_category"]["artifact"]["kappa"] >= 0.87  # drifted paths in prose and commands
+    assert tune["by_category"]["bug"]["kappa"] >= 0.85
+    # round 6's test part joined the tune part after it was measured: no current test part, and
     # the headline shows that round as measured at its freeze
     assert result["headline"]["test"] is None and result["headline"]["status"] == "no test part yet"
     last = result["headline"]["last_blind_round"]
-    assert last["round"] == 5 and last["test"]["n"] >= 1000 and last["stale"] is False
-    assert [r["round"] for r in result["headline"]["blind_rounds"]] == [1, 2, 3, 4, 5]
+    assert last["round"] == 6 and last["test"]["n"] >= 1000 and last["stale"] is False
+    assert [r["round"] for r in result["headline"]["blind_rounds"]] == [1, 2, 3, 4, 5, 6]
     # every disagreement is listed, with the human's reason
     n_wrong = round(default["overall"]["n"] * (1 - default["overall"]["accuracy"]))
     assert len(result["disagreements"]["default"]) == n_wrong

@@ -180,6 +180,8 @@ def add_recall_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shape", choices=["inline", "messages"], default=DEFAULT_SHAPE, help="span in the prompt, or as messages with the instruction last")
     p.add_argument("--focus", help="focus instruction passed to every prompt")
     p.add_argument("--epochs", type=whole(1), default=1, help="repeats per sample (real models)")
+    p.add_argument("--points", nargs="+", metavar="TRACE@AT", default=[],
+                   help="only these samples (labelled points), e.g. the points a recording answers; default: every labelled point")
     p.add_argument("--out", default="results", help="parent directory of run directories (default: results)")
     p.add_argument("--run", help="run name (default: a timestamp)")
     p.add_argument("--redact", action="store_true", help="replace secret-looking strings in traces before anything is sent to a model")

@@ -22,29 +22,36 @@ def cmd_lint(args: argparse.Namespace) -> int:
     traces = labels = 0
     skipped: list[Path] = []
     found: list = []
+    warnings: list = []
     if paths:
-        traces, labels, found, skipped = lint(paths, [Path(d) for d in args.traces])
+        traces, labels, found, skipped = lint(paths, [Path(d) for d in args.traces], warnings=warnings)
         problems += found
+    failing = bool(problems) or (args.strict and bool(warnings))
     if getattr(args, "format", "text") == "json":
         from compaction_eval.cli.progress import emit_json
 
-        emit_json({"command": "lint", "ok": not problems, "prompts": n_prompts, "traces": traces, "labels": labels,
+        emit_json({"command": "lint", "ok": not failing, "prompts": n_prompts, "traces": traces, "labels": labels,
                    "problems": [{"file": p.file, "place": p.place, "message": p.message} for p in problems],
+                   "key_warnings": [str(w) for w in warnings], "strict": args.strict,
                    "skipped": [str(p) for p in skipped], "warnings": list(draft_warnings(paths))})
-        return 1 if problems else 0
+        return 1 if failing else 0
     if not paths:
         print(f"lint: {n_prompts} prompt(s): {f'{len(problems)} problem(s)' if problems else 'ok'}", file=sys.stderr)
         return 1 if problems else 0
     for p in found:  # the prompt lint printed its own
         print(terminal_safe(str(p)))
+    for w in warnings:
+        print(terminal_safe(f"warning: {w}"))
     for path in skipped:
         print(terminal_safe(f"note: skipped {path}: JSON that is not a trace"), file=sys.stderr)
     for warning in draft_warnings(paths):
         print(terminal_safe(str(warning)), file=sys.stderr)
     status = f"{len(problems)} problem(s)" if problems else "ok"
+    if warnings:
+        status += f", {len(warnings)} key warning(s)" + (" (--strict: failing)" if args.strict else "")
     prompts = f"{n_prompts} prompt(s), " if n_prompts else ""
     print(f"lint: {prompts}{traces} trace file(s), {labels} labels file(s): {status}", file=sys.stderr)
-    return 1 if problems else 0
+    return 1 if failing else 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -96,9 +103,13 @@ def cmd_corpus_export(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("lint", help="check traces, labels and prompt templates (.j2); every problem with file and place")
+    p = sub.add_parser("lint", help="check traces, labels and prompt templates (.j2); every problem with file and place",
+                       epilog=f"How to write labels and keys (the key rule lint checks): {labels_doc()}")
     p.add_argument("paths", nargs="*", help=f"files or directories (default: {' '.join(DEFAULT_TRACES + DEFAULT_LABELS)})")
     p.add_argument("--traces", nargs="*", default=DEFAULT_TRACES, help="where the traces of linted labels live")
+    p.add_argument("--strict", action="store_true",
+                   help="also fail (exit 1) on key warnings: weak keys, fact texts that leak later events, "
+                        "current avoid items, compound facts")
     p.add_argument("--shape", choices=["inline", "messages"], default="inline",
                    help="prompts: the shape they will run in (inline: the prompt must render the conversation)")
     from compaction_eval.cli.progress import add_format_arg
@@ -115,7 +126,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="write what the sources hold (default: secret-looking strings are replaced, counted in metadata.redactions)")
     p.set_defaults(func=cmd_import)
 
-    p = sub.add_parser("labels", help="work on labels files (draft)")
+    p = sub.add_parser("labels", help="work on labels files (draft)",
+                       epilog=f"The labels format, with the key rule and a worked example: {labels_doc()}")
     labels_sub = p.add_subparsers(dest="labels_command", required=True)
     q = labels_sub.add_parser("draft", help="propose candidate facts at a point, as a labels file to edit")
     q.add_argument("trace", help="a trace file (trace@1 or any importable format)")
@@ -136,6 +148,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--name", default="compaction-eval corpus", help="the dataset's name in its card")
     _corpus_inputs(q)
     q.set_defaults(func=cmd_corpus_export)
+
+
+def labels_doc() -> Path:
+    """The labels-format document shipped in the package (docs/labels.md)."""
+    import compaction_eval
+
+    return Path(compaction_eval.__file__).parent / "docs" / "labels.md"
 
 
 def _corpus_inputs(p: argparse.ArgumentParser) -> None:

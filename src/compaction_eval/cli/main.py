@@ -16,6 +16,7 @@ import sys
 from compaction_eval.cli.argv import subcommand_safe
 from compaction_eval.cli.common import check_number_flags, error, keep_inspect_local, terminal_safe
 from compaction_eval.cli.errors import error_message
+from compaction_eval.cli.session import add_session_flags, end_session, start_session
 from compaction_eval.cli.version import add_version_flag
 from compaction_eval.contracts.problems import ContractError
 
@@ -33,6 +34,7 @@ COMMANDS = (
     "compaction_eval.cli.history",
     "compaction_eval.cli.prompts",  # prompts list|show|copy, init, docs
     "compaction_eval.cli.schema",
+    "compaction_eval.cli.requests",  # requests export, requests import
 )
 
 
@@ -51,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     from compaction_eval.cli.history import add_history_flag
 
     add_history_flag(sub)
+    add_session_flags(parser)
     return parser
 
 
@@ -60,12 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     keep_inspect_local()
     try:
         check_number_flags(parser, args)
-        code = args.func(args)
-        if code == 0:
-            from compaction_eval.cli.history import record_history
-
-            record_history(args)
-        return code
+        return run_command(args, sys.argv[1:] if argv is None else list(argv))
     except ContractError as exc:
         code = error(str(exc))
         for problem in exc.problems[1:]:
@@ -79,6 +77,25 @@ def main(argv: list[str] | None = None) -> int:
         return error(f"{type(exc).__name__}: {error_message(exc)} (set COMPACTION_EVAL_DEBUG=1 for the traceback)", 1)
     finally:
         journal_notes()
+
+
+def run_command(args: argparse.Namespace, argv: list[str]) -> int:
+    """Run the parsed command; a `recorded/` model that met a request it has no answer for
+    fails it (exit 2) even when the command wrote nothing (compaction.recorded)."""
+    from compaction_eval.compaction import recorded
+
+    recorded.reset(collect=getattr(args, "collect_requests", False), command=argv)
+    start_session(args)
+    try:
+        code = args.func(args)
+    finally:
+        end_session()
+    recorded.check_complete()
+    if code == 0:
+        from compaction_eval.cli.history import record_history
+
+        record_history(args)
+    return code
 
 
 def journal_notes() -> None:

@@ -47,6 +47,7 @@ def recall_config(args: argparse.Namespace):
         max_retries=args.max_retries,
         timeout=args.timeout,
         model_args=model_args(args.model_arg),
+        points=list(getattr(args, "points", None) or []),
     )
 
 
@@ -104,9 +105,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Both suites, the small replay and the report under one progress bar; the tables (or
     one JSON document) on stdout at the end."""
     from compaction_eval.cli.horizon import horizon_config, horizon_json, run_horizon_suite
+    from compaction_eval.cli.session import apply_recorded_run
     from compaction_eval.horizon.runner import HorizonFailed
     from compaction_eval.recall.run import RunFailed
 
+    apply_recorded_run(args)
     # One run directory for both suites: fix the name before the recall suite picks one.
     args.run = args.run or datetime.now().strftime("%Y%m%d-%H%M%S")
     out = run_dir(args)
@@ -200,11 +203,13 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     from compaction_eval.cli.horizon import add_horizon_args
+    from compaction_eval.cli.session import add_recorded_flag
 
     p = sub.add_parser("run", help="the main job: fact recall of every prompt, then the long-horizon suite, offline by default, with tables")
     add_recall_args(p)
     add_horizon_args(p, in_run=True)
     p.add_argument("--skip-replay", action="store_true", help="skip the small replay and decay configuration")
+    add_recorded_flag(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("recall", help="run the fact-recall suite and write results/<run>/results.json")

@@ -8,17 +8,23 @@ from pathlib import Path
 
 
 def cmd_validate_matchers(args: argparse.Namespace) -> int:
+    from compaction_eval.compaction.recorded import provenance
     from compaction_eval.contracts.runfiles import write_json_atomic
     from compaction_eval.validation.headline import format_headline, format_judge_rounds, validate_all
     from compaction_eval.validation.matchers import format_table
 
     result = validate_all(args.gold, model=args.model, judge_model=args.judge_model)
+    recorded = provenance()  # a `recorded/` judge: who wrote its answers, beside its kappa
+    if recorded:
+        result["recorded_answers"] = recorded
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out, result)
     if args.format == "json":
         print(json.dumps(result, indent=1, ensure_ascii=False))
     else:
+        if recorded:
+            print(f"({recorded['note']})")
         print(format_headline(result["headline"]))
         print("")
         if "judge_rounds" in result:

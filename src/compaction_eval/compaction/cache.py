@@ -23,9 +23,10 @@ import anyio
 import anyio.lowlevel
 from inspect_ai.model import CachePolicy, ChatMessage, GenerateConfig, Model, ModelOutput
 
+from compaction_eval.compaction import recorded
 from compaction_eval.compaction.cachefiles import check_cache_root, inspect_cache_root, install_safe_cache
 from compaction_eval.compaction.journal import journal_root, open_journal
-from compaction_eval.contracts.settings import is_stand_in
+from compaction_eval.contracts.settings import is_recorded, is_stand_in
 from compaction_eval.contracts.tokens import count_tokens
 
 T = TypeVar("T")
@@ -38,7 +39,9 @@ _CPU_LOCK = threading.Lock()
 
 
 def use_generate_cache(model: Model | str) -> bool:
-    return not is_stand_in(model)
+    """Only paid answers are cached: not a stand-in's, not a recording's (already on disk,
+    and a placeholder for a missing answer must never be cached)."""
+    return not is_stand_in(model) and not is_recorded(model)
 
 
 async def generate_cached(
@@ -54,7 +57,7 @@ async def generate_cached(
     answer journal too (a stand-in's answers cost nothing to ask again)."""
     if cache is None:
         cache = use_generate_cache(model)
-    if not cache:
+    if not cache or is_recorded(model):  # never cache a recording's placeholder for a missing answer
         return await model.generate(input, tools=tools or [], config=config)
     # inspect's cache is pickle: read it only from a place no repository supplies, and
     # build data only from it (compaction.cachefiles)
@@ -65,10 +68,18 @@ async def generate_cached(
         return await model.generate(input, tools=tools or [], config=config, cache=policy)
     install_journal(model)
     token = _POLICY.set(policy)
+    # `--record`: every answer must reach the provider's generate (where it is recorded), so
+    # inspect's cache is not read; the journal still spares a rerun the paid calls.
+    inspect_cache: CachePolicy | bool = False if recorded.RECORDER is not None else policy
     try:
-        return await model.generate(input, tools=tools or [], config=config, cache=policy)
+        return await model.generate(input, tools=tools or [], config=config, cache=inspect_cache)
     finally:
         _POLICY.reset(token)
+
+
+def journaled_call() -> bool:
+    """True inside a `generate_cached` call (its journal wrapper records the answer itself)."""
+    return _POLICY.get() is not None
 
 
 def install_journal(model: Model) -> None:
@@ -97,10 +108,12 @@ def install_journal(model: Model) -> None:
         journal = open_journal(journal_root())
         found = journal.get(name, key)
         if found is not None:
+            recorded.note_answer(name, input, tools, tool_choice, found)
             return found
         result = await provider_generate(input=input, tools=tools, tool_choice=tool_choice, config=config)
         # No await between here and the write: nothing else runs before the answer is on disk.
         output = result[0] if isinstance(result, tuple) else result
+        recorded.note_answer(name, input, tools, tool_choice, output)
         # inspect never caches content-filter stops (a retry must ask again): neither do we
         if isinstance(output, ModelOutput) and not any(c.stop_reason == "content_filter" for c in output.choices):
             expires = time.time() + _parse_expiry(policy.expiry) if policy.expiry is not None else None

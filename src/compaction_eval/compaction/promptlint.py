@@ -24,6 +24,7 @@ from compaction_eval.contracts.prompts import (
     PROMPT_NAME,
     Candidate,
     category_of_field,
+    folder_templates,
     load_candidate,
     read_header,
     renders_span,
@@ -43,12 +44,12 @@ class PromptLint:
 
 
 def prompt_files(paths: list[Path]) -> list[Path]:
-    """The prompt templates among `paths`: `.j2` files, and the candidates (`*.j2`, partials
-    skipped) directly in a directory."""
+    """The prompt templates among `paths`: `.j2` files, and a directory's candidates
+    (contracts.prompts.folder_templates)."""
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
-            out += sorted(f for f in p.glob("*.j2") if not f.name.startswith("_"))
+            out += folder_templates(p)
         elif p.suffix == ".j2":
             out.append(p)
     return out

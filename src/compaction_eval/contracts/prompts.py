@@ -426,14 +426,22 @@ def require_span(candidates: Sequence[Candidate], shape: str) -> None:
                              for c in bad])
 
 
+def folder_templates(directory: Path) -> list[Path]:
+    """The candidate templates of a prompts folder: its own `*.j2` (partials skipped); a folder
+    with none of its own gives those one level down instead (`prompts/wild/<agent>/`). So the
+    default `prompts/` never reads its subfolders, and `--prompts prompts/wild` reads them all."""
+    own = sorted(f for f in directory.glob("*.j2") if not f.name.startswith("_"))
+    return own or sorted(f for f in directory.glob("*/*.j2") if not f.name.startswith("_"))
+
+
 def load_candidates(paths: Sequence[Path | str]) -> list[Candidate]:
-    """Candidates from files and directories (a directory gives its `*.j2`, partials skipped)."""
+    """Candidates from files and directories (a directory gives `folder_templates`)."""
     from compaction_eval.contracts.paths import resolve_input
 
     files: list[Path] = []
     for p in map(resolve_input, paths):
         if p.is_dir():
-            files += sorted(f for f in p.glob("*.j2") if not f.name.startswith("_"))
+            files += folder_templates(p)
         else:
             files.append(p)
     candidates = [load_candidate(f) for f in files]

@@ -122,6 +122,7 @@ def write_text_new(path: Path | str, text: str, *, force: bool = False, flag: st
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.chmod(tmp, 0o644)
+        run_commit_checks(path)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -188,6 +189,19 @@ def request_limits(timeout: int, max_retries: int) -> RequestLimits:
     return {"attempt_timeout": timeout, "timeout": timeout * (max_retries + 1) + 30 * max_retries}
 
 
+# Checks that must pass before a result is committed (a run directory renamed into place, a
+# result file written): a `recorded/` model with unanswered requests registers one, so that
+# nothing partial is written (compaction.recorded.check_complete). Registered, not imported:
+# this layer is below the model code.
+COMMIT_CHECKS: list[Callable[[Path], None]] = []
+
+
+def run_commit_checks(path: Path) -> None:
+    """Raise (a ContractError) when a registered check says `path` must not be committed."""
+    for check in COMMIT_CHECKS:
+        check(Path(path))
+
+
 @contextmanager
 def staged_run_dir(final: Path) -> Iterator[Path]:
     """A temporary directory that becomes `final` when the block succeeds.
@@ -203,6 +217,7 @@ def staged_run_dir(final: Path) -> Iterator[Path]:
         staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
         try:
             yield staging
+            run_commit_checks(final)
             os.replace(staging, final)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -230,6 +245,7 @@ def write_text_atomic(path: Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.chmod(tmp, 0o666 & ~_umask())
+        run_commit_checks(path)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

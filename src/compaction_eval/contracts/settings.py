@@ -31,6 +31,11 @@ DEFAULT_SHAPE: Shape = "inline"
 DEFAULT_JUDGE_CONNECTIONS = 8
 """Judge requests in flight at once when `validate-matchers` judges the gold set with a real
 model (a stand-in answers in call order, one at a time)."""
+
+# Limits of every real model call (the one model session, compaction/session.py): inspect's
+# own retries are unbounded, which can hang a CI job.
+DEFAULT_TIMEOUT = 120
+DEFAULT_MAX_RETRIES = 4
 DEFAULT_HORIZON_PROMPT = "handoff"
 
 # Providers registered by this package (and inspect's mockllm): deterministic, not LLMs.
@@ -44,6 +49,19 @@ def is_stand_in(model: object) -> bool:
     (True, False)
     """
     return str(model).startswith(STAND_IN_PROVIDERS)
+
+
+RECORDED_PROVIDER = "recorded/"
+
+
+def is_recorded(model: object) -> bool:
+    """True for `recorded/<file or dir>`: answers replayed from a recording (offline, not a
+    stand-in: who wrote them is stated with the results).
+
+    >>> is_recorded("recorded/fixtures/recorded/llm"), is_recorded("anthropic/x")
+    (True, False)
+    """
+    return str(model).startswith(RECORDED_PROVIDER)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,9 @@ rules: the request (intent), the human's must/never sentences (constraint), the 
 code symbols mentioned most (artifact), error lines (bug), test counts (number), and the
 agent's sentences with decision, attempt and next-step cue phrases. Every key is copied from
 the message it came from, so the draft lints clean; the text of each fact is the sentence it
-was found in. The result is marked `labelled_by: draft`: `lint` warns until a person has
+was found in. Keys follow the key rule of docs/labels.md: an anchor of the sentence (a path, a
+code symbol, an identifier, quoted text, a number) or, failing that, its rarest distinctive
+word, never a phrase, a cue word (`must`) or a word found all over the trace. The result is marked `labelled_by: draft`: `lint` warns until a person has
 checked it, cut what is noise and written what the rules cannot see.
 """
 
@@ -19,6 +21,7 @@ from typing import Any
 from compaction_eval.contracts.labels import SCHEMA as LABELS_SCHEMA
 from compaction_eval.contracts.labels import labels_yaml
 from compaction_eval.contracts.traces import Trace, fold, message_text
+from compaction_eval.corpus.keylint import COMMON_WORDS, is_anchor, is_generic
 
 MAX_FACTS = 14
 
@@ -60,10 +63,33 @@ def _clip(text: str, n: int = 300) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _distinctive_word(sentence: str) -> str | None:
-    """The longest word of a sentence, a literal anchor that is likely unique to it."""
-    words = sorted(re.findall(r"[A-Za-z_][\w.-]{4,}", sentence), key=len, reverse=True)
-    return words[0].rstrip(".-") if words else None
+_IDENTIFIER = re.compile(r"(?<![\w.-])(?:[A-Za-z_]\w*(?:_\w+|\.[A-Za-z_]\w*)+(?:\(\))?|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*)")
+_QUOTED = re.compile(r"[\"'`]([^\"'`\n]{4,60})[\"'`]")
+_UNIT_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:\s?(?:%|ms|s|MB|KB|GB|Mbps|passed|failed|errors?|tests?|files?|lines?))?(?![\w.])")
+
+
+# words of instructions and plans that say nothing about what they are about
+_FILLER = frozenset("""about above after again always approach before carefully check confirm enabling examine
+example following further instead looking maybe might proceed relying request should something
+their there these thing things think those through using which while would""".split())
+
+
+def _anchor(sentence: str, folded: list[str], *, word: bool = True) -> str | None:
+    """The key rule's key for a sentence: its first anchor (path, code symbol, identifier,
+    quoted text, number with unit), else (with `word`) its rarest distinctive word that is
+    neither common nor found in a large share of the history (`folded`, the messages before
+    the point). The agent's own sentences get no word key: one without an anchor is left out."""
+    for found in (_PATH.findall(sentence), _BACKTICK.findall(sentence), _IDENTIFIER.findall(sentence),
+                  [q.strip() for q in _QUOTED.findall(sentence)],
+                  [n for n in _UNIT_NUMBER.findall(sentence) if len(re.sub(r"\D", "", n)) >= 2]):
+        for key in found:
+            if key and len(re.sub(r"\W", "", key)) >= 4 and is_anchor(key) and not is_generic(key, folded):
+                return key
+    if not word:
+        return None
+    words = {w for w in re.findall(r"[A-Za-z][a-z]{4,}", sentence) if w.lower() not in COMMON_WORDS | _FILLER}
+    scored = sorted((sum(w.lower() in t for t in folded), -len(w), w) for w in words)
+    return next((w for _, _, w in scored if not is_generic(w, folded)), None)
 
 
 class _Draft:
@@ -115,8 +141,8 @@ def draft_labels(trace: Trace, at: int, *, max_facts: int = MAX_FACTS) -> dict[s
     request = texts[0]
     first_line = next((ln for ln in request.splitlines() if len(ln.strip()) > 15 and not ln.strip().startswith("<")),
                       request[:200])
-    anchor = next(iter(_PATH.findall(request)), None) or next(iter(_BACKTICK.findall(request)), None) \
-        or _distinctive_word(first_line)
+    named = [k for k in _PATH.findall(request) + _BACKTICK.findall(request) if not is_generic(k, d.folded)]
+    anchor = next(iter(named), None) or _anchor(first_line, d.folded)
     if anchor:
         d.add("intent", "request", f"The task: {first_line.strip()}", [anchor], [0])
 
@@ -138,8 +164,7 @@ def draft_labels(trace: Trace, at: int, *, max_facts: int = MAX_FACTS) -> dict[s
                 hit = cue.search(sentence)
                 if not hit:
                     continue
-                key = next(iter(_PATH.findall(sentence)), None) or next(iter(_BACKTICK.findall(sentence)), None) \
-                    or (hit.group(0) if category == "constraint" else _distinctive_word(sentence))
+                key = _anchor(sentence, d.folded, word=category == "constraint")
                 if key:
                     by_category[category].append((sentence[:40], sentence, [key], [i]))
                 break
@@ -158,7 +183,7 @@ def draft_labels(trace: Trace, at: int, *, max_facts: int = MAX_FACTS) -> dict[s
                 paths[s] += 1
                 first_seen.setdefault(s, i)
     artifacts = [(p, f"{p} is part of the work (named often).", [p], [first_seen[p]])
-                 for p, n in paths.most_common(6) if n >= 3]
+                 for p, n in paths.most_common(6) if n >= 3 and is_anchor(p)]
 
     # bugs: distinct error lines, most recent first (the current failure matters most).
     bugs = []

@@ -9,11 +9,15 @@ from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.corpus.load import check_corpus, label_paths, trace_paths
 
 
-def lint(paths: list[Path], trace_dirs: list[Path]) -> tuple[int, int, list[Problem], list[Path]]:
+def lint(
+    paths: list[Path], trace_dirs: list[Path], *, warnings: list[Problem] | None = None
+) -> tuple[int, int, list[Problem], list[Path]]:
     """Check the trace and labels files under `paths`.
 
     Labels are checked against the traces found in `paths` and in `trace_dirs` (where the
-    traces of labels live when only the labels are linted).
+    traces of labels live when only the labels are linted). Weak keys and leaky facts
+    (corpus.keylint, the key rule of docs/labels.md) are not problems: they are appended to
+    `warnings` when a list is given (`lint --strict` fails on them).
 
     Returns (trace files, labels files, problems, JSON files skipped as not traces).
     """
@@ -30,6 +34,10 @@ def lint(paths: list[Path], trace_dirs: list[Path]) -> tuple[int, int, list[Prob
     # results file, labels/gold/blind-rounds.json) is reported as skipped, not as a bad trace
     named = [*(p for p in paths if resolve_input(p).is_dir()), *(t for t in traces if t not in scanned)]
     corpus, problems = check_corpus([*named, *extra], labels)
+    if warnings is not None:
+        from compaction_eval.corpus.keylint import corpus_key_warnings
+
+        warnings += corpus_key_warnings(corpus.labels.values(), corpus.traces)
     known = {*traces, *labels}
     problems += [
         Problem(str(p), "", "neither a trace (.json, .json.gz) nor a labels file (.yaml, .yml)")

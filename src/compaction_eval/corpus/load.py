@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -304,12 +304,47 @@ def check_corpus(trace_inputs: Iterable[Path | str], label_inputs: Iterable[Path
     return Corpus(traces, labels, skipped), problems
 
 
-def load_corpus(trace_inputs: Iterable[Path | str], label_inputs: Iterable[Path | str]) -> Corpus:
-    """The corpus, or a ContractError listing every problem."""
+def load_corpus(trace_inputs: Iterable[Path | str], label_inputs: Iterable[Path | str], *,
+                points: Sequence[str] = ()) -> Corpus:
+    """The corpus, or a ContractError listing every problem.
+
+    Args:
+        points: when given, only these samples (`TRACE@AT`, each a labelled point), e.g. the
+            points a recording answers: the other points and traces are left out.
+    """
     trace_inputs, label_inputs = list(trace_inputs), list(label_inputs)
     corpus, problems = check_corpus(trace_inputs, label_inputs)
     if problems:
         raise ContractError(problems)
     if not corpus.labels:
         raise ContractError([Problem(", ".join(map(str, label_inputs)), "", "no labels files found: nothing to evaluate")])
-    return corpus
+    return only_points(corpus, points) if points else corpus
+
+
+def parse_point(text: str, where: str = "--points") -> tuple[str, int]:
+    """`TRACE@AT` -> (trace id, point).
+
+    >>> parse_point("django__django-11087@45")
+    ('django__django-11087', 45)
+    """
+    trace, sep, at = str(text).rpartition("@")
+    if not sep or not trace or not at.isdigit():
+        raise ContractError([Problem(where, str(text), "a point is TRACE@AT (a trace id, @, a labelled message index)")])
+    return trace, int(at)
+
+
+def only_points(corpus: Corpus, points: Sequence[str]) -> Corpus:
+    """The corpus restricted to `points` (`TRACE@AT`); a point that is not labelled is an error."""
+    wanted: dict[str, set[int]] = {}
+    for text in points:
+        trace, at = parse_point(text)
+        wanted.setdefault(trace, set()).add(at)
+    problems = []
+    for trace, ats in sorted(wanted.items()):
+        labelled = set(corpus.labels[trace].points) if trace in corpus.labels else set()
+        for at in sorted(ats - labelled):
+            problems.append(Problem("--points", f"{trace}@{at}", "not a labelled point of the corpus" if labelled else "no labelled trace with this id"))
+    if problems:
+        raise ContractError(problems)
+    labels = {tid: replace(lab, points=tuple(at for at in lab.points if at in wanted[tid])) for tid, lab in corpus.labels.items() if tid in wanted}
+    return replace(corpus, labels=labels)

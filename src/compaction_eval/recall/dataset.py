@@ -11,9 +11,11 @@ from compaction_eval.contracts.prompts import Candidate
 from compaction_eval.corpus.load import load_corpus
 
 
-def recall_samples(traces: Sequence[Path | str], labels: Sequence[Path | str], candidates: list[Candidate]) -> MemoryDataset:
-    """Samples for every labelled point of every trace, under every candidate prompt."""
-    corpus = load_corpus(traces, labels)
+def recall_samples(traces: Sequence[Path | str], labels: Sequence[Path | str], candidates: list[Candidate], *,
+                   points: Sequence[str] = ()) -> MemoryDataset:
+    """Samples for every labelled point of every trace (or only `points`, `TRACE@AT`), under
+    every candidate prompt."""
+    corpus = load_corpus(traces, labels, points=points)
     rows = corpus.rows()
     samples = [
         Sample(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -11,11 +12,13 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from compaction_eval.compaction.recorded import MissingAnswers
+from compaction_eval.compaction.recorded import provenance as recorded_provenance
 from compaction_eval.contracts.paths import DEFAULTS, resolve_inputs
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import load_candidates, require_span
@@ -75,6 +78,8 @@ class RecallConfig:
         redact: replace secret-looking strings in traces before anything reaches a model.
         sample_retries: times a sample that errored is run again (a malformed answer is not
             retried by the provider: the SDK raises on the body, not on the status).
+        points: only these samples (`TRACE@AT`, labelled points), e.g. the points a recording
+            answers; empty: every labelled point.
     """
 
     traces: list[str] = field(default_factory=lambda: list(DEFAULTS["traces"]))
@@ -92,6 +97,7 @@ class RecallConfig:
     batch: bool = False
     redact: bool = False
     sample_retries: int = 1
+    points: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.check()
@@ -125,7 +131,7 @@ def config_json(config: RecallConfig) -> dict[str, Any]:
     for key, value in asdict(config).items():
         if key == "compaction":
             out.update(value)  # the flat keys, where results@1 always had them
-        if key != "display":
+        if key != "display" and not (key == "points" and not value):  # a subset of points is said, all is the default
             out[key] = value
     return out
 
@@ -280,6 +286,21 @@ def _hf_files(corpus: Any, stage: Path) -> tuple[list[str], list[str]]:
     return [str(base / "traces")], [str(base / "labels")]
 
 
+@contextlib.contextmanager
+def _no_log_without_answers(log_dir: Path) -> Iterator[None]:
+    """A run stopped because a `recorded/` model lacks answers leaves nothing behind, not even
+    inspect's log (nothing was measured: the answers were placeholders)."""
+    existed = log_dir.exists()
+    try:
+        yield
+    except MissingAnswers:
+        if not existed:
+            shutil.rmtree(log_dir, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                log_dir.parent.rmdir()  # `<out>/logs`, when this run made it
+        raise
+
+
 def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Evaluate every prompt on every sample; write `out_dir/results.json` and the logs.
 
@@ -298,7 +319,7 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
     given = {kind: [str(p) for p in getattr(config, kind)] for kind in ("traces", "labels", "prompts")}
     resolved = {kind: [hf_absolute(p) if is_hf(p) else str(p.resolve()) for p in _resolve(paths, kind)] for kind, paths in given.items()}
     config = replace(config, traces=resolved["traces"], labels=resolved["labels"], prompts=resolved["prompts"])
-    corpus = load_corpus(config.traces, config.labels)
+    corpus = load_corpus(config.traces, config.labels, points=config.points)
     from_hf = any(map(is_hf, [*config.traces, *config.labels]))
     if from_hf and config.redact:
         raise ContractError([Problem("--redact", "", "not available with hf: inputs (redact the files, then export them)")])
@@ -320,7 +341,7 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
     # `inspect eval-retry` find it and the path inspect prints is the final one; a succeeded
     # run also gets it inside its run directory (hard-linked where possible).
     log_dir = kept_log_dir(out_dir)
-    with staged_run_dir(out_dir) as stage:
+    with _no_log_without_answers(log_dir), staged_run_dir(out_dir) as stage:
         (stage / PID_FILE).write_text(str(os.getpid()))
         resumed = clear_interrupted(out_dir, keep=stage)
         if resumed:
@@ -349,6 +370,7 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
             focus=focus,
             judge_model=config.judge_model,
             cache=real,
+            points=list(config.points),
         )
         if real:
             warm_up(config.model)  # nothing the first answers would wait for on the event loop
@@ -416,6 +438,8 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
                 if config.offline_stand_in
                 else None
             ),
+            # who wrote the answers of a `recorded/` model (None otherwise): never presented as API output
+            "recorded_answers": recorded_provenance(),
             # model args may carry credentials (api_key=...): never write them verbatim
             "config": redact_json(config_json(config)),
             "redactions": {"replaced": redactions, "avoid_items_removed": dropped} if config.redact else None,

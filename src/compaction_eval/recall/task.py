@@ -23,6 +23,7 @@ def fact_recall(
     focus: str | None = None,
     judge_model: str | None = None,
     cache: bool = True,
+    points: str | list[str] | None = None,
 ) -> Task:
     """Fact recall of candidate compaction prompts.
 
@@ -37,6 +38,7 @@ def fact_recall(
         focus: optional focus instruction for every prompt.
         judge_model: optional LLM judge: it decides every fact (the judge tier).
         cache: use inspect's generate cache.
+        points: only these samples (`TRACE@AT`, labelled points); default every labelled point.
 
     The compaction settings are plain task arguments (inspect records them in its log and
     takes them from `-T`); they become one `CompactionSettings` here, checked before anything runs.
@@ -49,7 +51,8 @@ def fact_recall(
     candidates = load_candidates(as_list(prompts, "prompts"))
     require_span(candidates, settings.shape)
     return Task(
-        dataset=recall_samples(as_list(traces, "traces"), as_list(labels, "labels"), candidates),
+        dataset=recall_samples(as_list(traces, "traces"), as_list(labels, "labels"), candidates,
+                               points=[points] if isinstance(points, str) else list(points or [])),
         solver=compact_history(**settings.to_json(), cache=cache),
         scorer=fact_recall_scorer(judge_model=judge_model),
     )

@@ -380,15 +380,25 @@ def run_modes(config: ReplayRunConfig, out_dir: Path, modes: tuple[str, ...] = M
             check_overwrite(out_dir / FILES[mode], force=force, flag="--into")
         results = compute(config, modes)
         for mode, data in results.items():
+            data.update(_recorded())
             write_json_atomic(out_dir / FILES[mode], {**data, "config": _config_json(config)})
         return results
     with staged_run_dir(out_dir) as stage:
         (stage / PID_FILE).write_text(str(os.getpid()))
         results = compute(config, modes)
         for mode, data in results.items():
+            data.update(_recorded())
             write_json_atomic(stage / FILES[mode], {**data, "config": _config_json(config)})
         (stage / PID_FILE).unlink()
     return results
+
+
+def _recorded() -> dict[str, Any]:
+    """`recorded_answers` when a `recorded/` model answered: who wrote the answers."""
+    from compaction_eval.compaction.recorded import provenance
+
+    found = provenance()
+    return {"recorded_answers": found} if found else {}
 
 
 def _mode_settings(config: ReplayRunConfig, mode: str, *flat: str) -> dict[str, Any]:

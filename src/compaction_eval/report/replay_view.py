@@ -23,7 +23,8 @@ def _pct(x: float | None) -> str:
 
 
 def _stand_in(data: dict[str, Any]) -> str:
-    return f" (OFFLINE STAND-IN: {data.get('stand_in_note')})" if data.get("offline_stand_in") else ""
+    recorded = f" ({data['recorded_answers']['note']})" if isinstance(data.get("recorded_answers"), dict) else ""
+    return (f" (OFFLINE STAND-IN: {data.get('stand_in_note')})" if data.get("offline_stand_in") else "") + recorded
 
 
 def format_replay(data: dict[str, Any]) -> str:

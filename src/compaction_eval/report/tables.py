@@ -72,6 +72,7 @@ def format_leaderboard(results: dict[str, Any]) -> str:
     lines = [
         f"Fact recall, model {results['model']}"
         + (" (OFFLINE STAND-IN: extractive summariser, not an LLM)" if results["offline_stand_in"] else ""),
+        *([f"({results['recorded_answers']['note']})"] if results.get("recorded_answers") else []),
         f"{corpus['traces']} traces ({corpus['synthetic_traces']} synthetic, {corpus['real_traces']} real), "
         f"{corpus['points']} points, {corpus['facts']} facts; budget {recorded_settings(results)['budget']} tokens",
         tier_line(results),

@@ -28,3 +28,10 @@ def reader() -> type[ModelAPI]:
     from compaction_eval.standins.reader import ExtractiveReader
 
     return ExtractiveReader
+
+
+@modelapi(name="recorded")
+def recorded() -> type[ModelAPI]:
+    from compaction_eval.standins.recorded import RecordedModel
+
+    return RecordedModel

@@ -59,7 +59,7 @@ SCHEMA = "compaction-eval/gold@1"
 CONTROLS_SCHEMA = "compaction-eval/gold-controls@1"
 RESULT_SCHEMA = "compaction-eval/matcher-validation@1"
 STYLES = ("thorough", "terse", "drifted", "extractive", "prose")
-SPLITS = ("tune", "heldout", "fresh", "round2", "round3", "round4", "round5", "test")
+SPLITS = ("tune", "heldout", "fresh", "round2", "round3", "round4", "round5", "round6", "test")
 """tune: used to choose thresholds and to develop the matchers; heldout, fresh, round2-round5: old
 held-out and test parts (measured once out of sample, then used to tune, so part of the tune
 part now); test: summaries written after the matcher was frozen, by someone who has not read
