@@ -77,7 +77,8 @@ def check_number_flags(parser: argparse.ArgumentParser, args: argparse.Namespace
     current = parser
     while True:
         subs = [a for a in current._actions if isinstance(a, argparse._SubParsersAction)]
-        chosen = subs[0].choices.get(getattr(args, subs[0].dest, None) or "") if subs else None
+        name = getattr(args, subs[0].dest, None) if subs else None
+        chosen = subs[0].choices.get(name) if isinstance(name, str) else None  # a dest may be reused (`requests export -- COMMAND`)
         if chosen is None:
             break
         current = chosen
