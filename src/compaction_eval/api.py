@@ -23,7 +23,7 @@ from compaction_eval.contracts.labels import load_labels as _load_labels_file
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import Candidate, load_candidate
 from compaction_eval.contracts.settings import COMPACTION_FIELDS, DEFAULT_MODEL, CompactionSettings
-from compaction_eval.contracts.traces import Trace, trace_from_json, validate_trace
+from compaction_eval.contracts.traces import Trace, strict_loads, trace_from_json, validate_trace
 
 
 def _looks_inline(source: str, opener: tuple[str, ...]) -> bool:
@@ -44,7 +44,7 @@ def load_trace(source: Path | str | dict[str, Any]) -> Trace:
         return trace_from_json(source)
     if isinstance(source, str) and _looks_inline(source, ("{",)):
         try:
-            data = json.loads(source)
+            data = strict_loads(source)
         except json.JSONDecodeError as exc:
             raise ContractError([Problem("<string>", f"line {exc.lineno} column {exc.colno}", f"malformed JSON: {exc.msg}")]) from None
         return load_trace(data)

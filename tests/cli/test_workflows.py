@@ -106,7 +106,7 @@ def test_nightly_is_scheduled_uses_the_real_model_only_with_the_secret_and_keeps
     assert len(offline) == 1 and offline[0]["if"] == "steps.mode.outputs.real != 'true'"
     restore = next(s for s in steps if s.get("uses", "").startswith("actions/cache/restore"))
     save = next(s for s in steps if s.get("uses", "").startswith("actions/cache/save"))
-    assert restore["with"]["path"] == save["with"]["path"] == ".compaction-eval/inspect-cache"
+    assert restore["with"]["path"] == save["with"]["path"] == "~/.cache/compaction-eval/inspect-cache"  # not in the checkout
     assert steps.index(restore) < steps.index(real[0]) < steps.index(save)
     assert "always()" in save["if"]
     assert any(s.get("uses", "").startswith("actions/upload-artifact") for s in steps)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from compaction_eval.contracts.problems import ContractError
@@ -61,3 +63,40 @@ def test_duplicate_names_are_an_error(tmp_path):
         (tmp_path / f"{n}.j2").write_text("{#-\nname: same\nfields: []\n-#}\nhi {{ budget }}\n")
     with pytest.raises(ContractError, match="also used by"):
         load_candidates([tmp_path])
+
+
+# Issue 24 item 5: a render has an output budget and a loop budget, checked before a string is
+# built. Each of these ran for minutes or took gigabytes before (217 s at 1.8 GB for the first).
+HOSTILE_TEMPLATES = {
+    "repeat": ("{{ 'A ' * 150000000 }}", "a repeated string or list would be 300000000 characters"),
+    "percent-width": ("{{ '%0999999999d' % 1 }}", "a %-formatted string would be"),
+    "format-filter": ("{{ '%0999999999d'|format(1) }}", "the format filter's output would be"),
+    "format-method": ("{{ '{:>999999999}'.format(1) }}", "a .format() string would be"),
+    "center": ("{{ 'x'|center(999999999) }}", "the center filter's output would be"),
+    "ljust": ("{{ 'x'.ljust(999999999) }}", "the result of ljust() would be"),
+    "nested-range": ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "loops ran more than 1000000 times"),
+    "doubling": ("{% set a = 'A' * 1000000 %}{% set b = a ~ a %}{% set c = b ~ b %}{{ c }}", "a ~ concatenation would be"),
+    "power": ("{{ 2 ** 999999999 }}", "too large a number"),
+    "output": ("{% for i in range(100) %}{{ 'A' * 100000 }}{% endfor %}", "the rendered prompt would be"),
+    "recursion": ("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}", "nested too deeply"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_TEMPLATES))
+def test_a_template_over_its_budget_is_refused_at_once(tmp_path, name):
+    body, message = HOSTILE_TEMPLATES[name]
+    path = tmp_path / "evil.j2"
+    path.write_text("{#-\nname: evil\nfields: [intent]\n-#}\n" + body + "\n")
+    with pytest.raises(ContractError, match=re.escape(message)) as info:
+        load_candidate(path)
+    assert str(path) in str(info.value)
+
+
+def test_ordinary_templates_render_within_their_budgets(candidates, tmp_path):
+    path = tmp_path / "fine.j2"
+    path.write_text("{#-\nname: fine\nfields: [intent]\n-#}\n{% for f in fields %}{{ loop.index }}. {{ f }}{% endfor %}"
+                    "{{ 'a' ~ 'b' }} {{ '%d' % budget }} {{ '-' * 40 }} {{ '{:>5}'.format(1) }}\n{{ span }}\n")
+    span = "x" * 3_000_000  # a long conversation: the output budget grows with the context
+    assert load_candidate(path).render(budget=800, span=span).count("x") == 3_000_000
+    for c in candidates.values():
+        assert c.render(budget=800, span=span)

@@ -213,3 +213,15 @@ def test_others_names_packaged_prompts_outside_a_project(tmp_path, monkeypatch):
     assert {c.name for c in opt.other_prompts(["prompts"])} >= {"handoff", "terse"}
     with pytest.raises(ContractError, match="no prompt file or prompt named 'nope'"):
         opt.other_prompts(["nope"])
+
+
+def test_an_optimisers_proposal_over_the_template_budget_is_rejected_not_run(tmp_path, monkeypatch):
+    # Issue 24 item 5: the proposal renders in the same budgeted sandbox as any prompt.
+    monkeypatch.setattr(opt, "_measure", lambda *a: _doc(lambda t, f: f.startswith("n")))
+    terse = (ROOT / "prompts" / "terse.j2").read_text()
+    hostile = terse + "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}\n"
+    monkeypatch.setattr(opt, "_ask_model", lambda config, request, log_dir: f"```jinja\n{hostile}```\n")
+    result = optimize(OptimizeConfig(prompt=str(ROOT / "prompts" / "terse.j2"), optimiser="anthropic/x", rounds=1,
+                                     traces=SMALL_ARGS[1:3], labels=SMALL_ARGS[4:6], work_dir=str(tmp_path)))
+    step = result.history[1]
+    assert not step.accepted and "the proposal does not load" in step.why and "loops ran more than 1000000 times" in step.why

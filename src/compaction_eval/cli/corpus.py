@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from compaction_eval.cli.common import DEFAULT_LABELS, DEFAULT_TRACES, error
+from compaction_eval.cli.common import DEFAULT_LABELS, DEFAULT_TRACES, error, terminal_safe, whole
 from compaction_eval.contracts.problems import ContractError
 
 
@@ -39,13 +39,13 @@ def cmd_lint(args: argparse.Namespace) -> int:
         print(f"lint: {n_prompts} prompt(s): {f'{len(problems)} problem(s)' if problems else 'ok'}", file=sys.stderr)
         return 1 if problems else 0
     for p in found:  # the prompt lint printed its own
-        print(p)
+        print(terminal_safe(str(p)))
     for w in warnings:
-        print(f"warning: {w}")
+        print(terminal_safe(f"warning: {w}"))
     for path in skipped:
-        print(f"note: skipped {path}: JSON that is not a trace", file=sys.stderr)
+        print(terminal_safe(f"note: skipped {path}: JSON that is not a trace"), file=sys.stderr)
     for warning in draft_warnings(paths):
-        print(warning, file=sys.stderr)
+        print(terminal_safe(str(warning)), file=sys.stderr)
     status = f"{len(problems)} problem(s)" if problems else "ok"
     if warnings:
         status += f", {len(warnings)} key warning(s)" + (" (--strict: failing)" if args.strict else "")
@@ -57,7 +57,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from compaction_eval.corpus.importing import import_files
 
-    written = import_files([Path(s) for s in args.src], args.from_format, Path(args.out), redact=not args.keep_secrets)
+    written = import_files([Path(s) for s in args.src], args.from_format, Path(args.out), redact=not args.keep_secrets, force=args.force)
     for path in written:
         print(path)
     print(f"import: {len(written)} trace(s) written to {args.out}", file=sys.stderr)
@@ -96,7 +96,7 @@ def cmd_corpus_export(args: argparse.Namespace) -> int:
     from compaction_eval.corpus.load import load_corpus
 
     corpus = load_corpus(args.traces or DEFAULT_TRACES, args.labels or DEFAULT_LABELS)
-    out = export_hf(corpus, Path(args.out), name=args.name)
+    out = export_hf(corpus, Path(args.out), name=args.name, force=args.force)
     print(f"corpus export: {len(corpus.traces)} trace(s), {len(corpus.labels)} labelled, written to {out} "
           f"(datasets.load_from_disk / load_dataset; read back with --traces hf:{out} --labels hf:{out})", file=sys.stderr)
     return 0
@@ -121,6 +121,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("src", nargs="+")
     p.add_argument("--from", dest="from_format", help="source format (default: detected)")
     p.add_argument("--out", required=True)
+    p.add_argument("--force", action="store_true", help="replace trace files of the same id already in --out")
     p.add_argument("--keep-secrets", action="store_true",
                    help="write what the sources hold (default: secret-looking strings are replaced, counted in metadata.redactions)")
     p.set_defaults(func=cmd_import)
@@ -130,7 +131,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     labels_sub = p.add_subparsers(dest="labels_command", required=True)
     q = labels_sub.add_parser("draft", help="propose candidate facts at a point, as a labels file to edit")
     q.add_argument("trace", help="a trace file (trace@1 or any importable format)")
-    q.add_argument("--point", type=int, required=True, help="the compaction point: messages[0:POINT] is the history")
+    q.add_argument("--point", type=whole(0), required=True, help="the compaction point: messages[0:POINT] is the history")
     q.add_argument("--out", help="write the draft here (default: standard output); an existing file is refused")
     q.add_argument("--force", action="store_true", help="overwrite an existing --out file")
     q.set_defaults(func=cmd_labels_draft)
@@ -141,7 +142,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_corpus)
     corpus_sub = p.add_subparsers(dest="corpus_command")
     q = corpus_sub.add_parser("export", help="write traces + labels + provenance as a Hugging Face dataset folder")
-    q.add_argument("out", help="the dataset folder to write (replaced if it is an earlier export)")
+    q.add_argument("out", help="the dataset folder to write (an earlier export is replaced only with --force)")
+    q.add_argument("--force", action="store_true", help="replace an earlier export in OUT (never a folder holding other files)")
     q.add_argument("--format", choices=["hf"], default="hf", help="hf: datasets.save_to_disk layout plus a dataset card")
     q.add_argument("--name", default="compaction-eval corpus", help="the dataset's name in its card")
     _corpus_inputs(q)

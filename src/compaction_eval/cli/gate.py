@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from compaction_eval.cli.common import share, whole
 from compaction_eval.contracts.problems import ContractError
 
 
@@ -101,13 +102,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--baseline", default="main", help="baseline name under results/baselines, a run directory or a results.json (default: main)")
     p.add_argument("--candidate", required=True, help="the candidate run directory or results.json")
     add_pair_args(p)
-    p.add_argument("--tolerance", type=float, default=0.02, help="recall drop (absolute) tolerated before the interval is looked at (default: 0.02)")
-    p.add_argument("--category-tolerance", type=float, default=0.05, help="the same per fact category (default: 0.05)")
+    p.add_argument("--tolerance", type=share, default=0.02, help="recall drop (absolute) tolerated before the interval is looked at (default: 0.02)")
+    p.add_argument("--category-tolerance", type=share, default=0.05, help="the same per fact category (default: 0.05)")
     p.add_argument("--markdown", metavar="FILE", help="write the markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML here (a test case per prompt x category)")
     p.add_argument("--allow-setting-changes", action="store_true", help="compare runs made with a different model, budget, shape or focus")
     p.add_argument("--decay", action="store_true", help="also compare decay.json (survival after k compactions, paired by trace); a drop beyond --tolerance whose interval excludes zero fails")
-    p.add_argument("--decay-k", type=int, help="compare survival after this many compactions (default: the largest k both runs reached)")
+    p.add_argument("--decay-k", type=whole(1), help="compare survival after this many compactions (default: the largest k both runs reached)")
     p.add_argument("--format", choices=["text", "json"], default="text", help="the verdict as text, or one JSON document on stdout")
     p.set_defaults(func=cmd_gate)
 

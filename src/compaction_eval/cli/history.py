@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from compaction_eval.cli.common import run_dir
+from compaction_eval.cli.common import run_dir, whole
 
 # the commands that write a run directory, and so take `--history DB`
 WRITERS = ("run", "recall", "horizon", "replay", "decay", "probes")
@@ -122,17 +122,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     c = hs.add_parser("check", help="exit 1 when a prompt's latest run fell below its comparable trailing runs beyond the noise")
     c.add_argument("--db", required=True)
     c.add_argument("--prompt", help="check one prompt only")
-    c.add_argument("--window", type=_positive, default=7, help="trailing runs compared with (default: 7)")
-    c.add_argument("--min-runs", type=_positive, default=3, help="fewest comparable trailing runs to judge by (default: 3)")
+    c.add_argument("--window", type=whole(1), default=7, help="trailing runs compared with (default: 7)")
+    c.add_argument("--min-runs", type=whole(1), default=3, help="fewest comparable trailing runs to judge by (default: 3)")
     c.add_argument("--format", choices=["text", "json"], default="text")
     c.set_defaults(func=cmd_check)
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value

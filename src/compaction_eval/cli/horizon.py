@@ -7,7 +7,7 @@ import contextlib
 import sys
 from pathlib import Path
 
-from compaction_eval.cli.common import add_agent_model_arg, add_model_args, compaction_settings, run_dir
+from compaction_eval.cli.common import add_agent_model_arg, add_model_args, compaction_settings, run_dir, whole
 from compaction_eval.cli.progress import emit_json, inspect_display, progress, wants_json, without_samples
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.settings import (
@@ -46,7 +46,7 @@ def add_horizon_args(p: argparse.ArgumentParser, *, in_run: bool = False) -> Non
     p.add_argument("--prices", help="JSON price table {provider/model: {input, output, ...}} (USD per Mtok) replacing the built-in one")
     p.add_argument("--price-model", help="price table entry to price the agent as (default: matched from the agent model; offline "
                                          "stand-ins: anthropic/claude-sonnet-4-5; a model not in the table: cost unknown)")
-    p.add_argument("--max-samples", type=int, help="concurrent samples per task")
+    p.add_argument("--max-samples", type=whole(1), help="concurrent samples per task")
     p.add_argument("--skip-horizon", action="store_true", help=argparse.SUPPRESS if not in_run else "run only the fact-recall suite")
 
 

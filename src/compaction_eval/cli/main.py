@@ -14,7 +14,7 @@ import os
 import sys
 
 from compaction_eval.cli.argv import subcommand_safe
-from compaction_eval.cli.common import error, keep_inspect_local
+from compaction_eval.cli.common import check_number_flags, error, keep_inspect_local, terminal_safe
 from compaction_eval.cli.errors import error_message
 from compaction_eval.cli.session import add_session_flags, end_session, start_session
 from compaction_eval.cli.version import add_version_flag
@@ -62,11 +62,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(subcommand_safe(parser, sys.argv[1:] if argv is None else argv))
     keep_inspect_local()
     try:
+        check_number_flags(parser, args)
         return run_command(args, sys.argv[1:] if argv is None else list(argv))
     except ContractError as exc:
         code = error(str(exc))
         for problem in exc.problems[1:]:
-            print(f"  {problem}", file=sys.stderr)
+            print(f"  {terminal_safe(str(problem))}", file=sys.stderr)
         return code
     except KeyboardInterrupt:
         return error("interrupted", 130)
@@ -102,6 +103,9 @@ def journal_notes() -> None:
     journal = sys.modules.get("compaction_eval.compaction.journal")  # loaded only by real-model runs
     for path, why in journal.damaged_entries() if journal else []:
         print(f"note: ignored a damaged answer-journal entry {path}: {why} (the model was asked again)", file=sys.stderr)
+    cache = sys.modules.get("compaction_eval.compaction.cachefiles")
+    for path, why in cache.refused_entries() if cache else []:
+        print(f"note: ignored a generate-cache entry {path}: {why} (the model was asked again)", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from compaction_eval.cli.common import (
     error,
     model_args,
     run_dir,
+    whole,
 )
 from compaction_eval.cli.progress import (
     emit_json,
@@ -220,6 +221,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--labels", required=True)
     p.add_argument("--trace", required=True)
     p.add_argument("--summary", required=True, help="summary file, or - for standard input")
-    p.add_argument("--point", type=int, required=True, help="the compaction point the summary was written at")
+    p.add_argument("--point", type=whole(0), required=True, help="the compaction point the summary was written at")
     p.add_argument("--format", choices=["json", "text"], default="text")
     p.set_defaults(func=cmd_score)

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from compaction_eval.cli.common import DEFAULT_LABELS, DEFAULT_PROMPTS, DEFAULT_TRACES, add_model_args, run_dir
+from compaction_eval.cli.common import DEFAULT_LABELS, DEFAULT_PROMPTS, DEFAULT_TRACES, add_model_args, run_dir, whole
 from compaction_eval.contracts.settings import DEFAULT_BUDGET, DEFAULT_KEEP_LAST, HORIZON_COMPACTION
 
 COMMANDS = {
@@ -27,21 +27,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--labels", nargs="+", default=DEFAULT_LABELS, help=f"labels files or directories (default: {' '.join(DEFAULT_LABELS)})")
         p.add_argument("--prompts", nargs="+", default=DEFAULT_PROMPTS, help="candidate prompts (files or directories)")
         add_model_args(p)
-        p.add_argument("--max-traces", type=int, help="use only the first N labelled traces")
-        p.add_argument("--max-retries", type=int, default=4)
-        p.add_argument("--timeout", type=int, default=120)
+        p.add_argument("--max-traces", type=whole(1), help="use only the first N labelled traces")
+        p.add_argument("--max-retries", type=whole(0), default=4)
+        p.add_argument("--timeout", type=whole(1), default=120)
         p.add_argument("--out", default="results", help="parent directory of run directories (default: results)")
         p.add_argument("--run", help="run name (default: a timestamp)")
         p.add_argument("--into", help="add the file to this existing run directory instead of creating one")
+        p.add_argument("--force", action="store_true", help="with --into: replace the file if the run directory has it already")
         if name == "replay":
             p.add_argument("--policies", nargs="+", default=["baseline", "eviction", "full"],
                            help="context policies: baseline, eviction, full, inspect-*, module:Class")
-            p.add_argument("--windows", nargs="+", type=int, default=[12000, 24000], help="context windows in tokens")
+            p.add_argument("--windows", nargs="+", type=whole(1), default=[12000, 24000], help="context windows in tokens")
             p.add_argument("--prompt", default="handoff", help="candidate prompt of `full`")
             p.add_argument("--budget", type=int, default=HORIZON_COMPACTION.budget, help=f"summary budget of `full` (default: {HORIZON_COMPACTION.budget})")
             p.add_argument("--price-model", help="entry of the price table (default: matched from --model)")
         elif name == "decay":
-            p.add_argument("--k", type=int, default=5, help="compactions in each chain (default 5)")
+            p.add_argument("--k", type=whole(1), default=5, help="compactions in each chain (default 5)")
             p.add_argument("--budget", type=int, default=HORIZON_COMPACTION.budget, help=f"summary budget of each compaction (default: {HORIZON_COMPACTION.budget})")
             p.add_argument("--only-prompts", nargs="+", help="prompt names to run (default: all)")
         else:
@@ -81,7 +82,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"{args.mode}: model {config.model} -> {out}", file=sys.stderr)
     try:
-        results = run_modes(config, out, (args.mode,), existing=bool(args.into))
+        results = run_modes(config, out, (args.mode,), existing=bool(args.into), force=args.force)
     except ContractError:
         raise
     except (RuntimeError, ValueError) as exc:

@@ -29,7 +29,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         results = read_results(args.run)
         rows = uncertain_verdicts(results)
         out = Path(args.write) if args.write else Path(args.run) / "review.yaml"
-        n = write_review(results, out)
+        n = write_review(results, out, force=args.force)
         doc = {"command": "review", "uncertain": rows, "files": [str(out)]}
         if args.format != "json":
             print(format_uncertain(rows))
@@ -56,4 +56,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gold", help="the gold file (one trace, labels/gold format) or folder (one file per trace, for a review of several traces) to append to; created if missing")
     p.add_argument("--refit", metavar="OUT", help="refit the calibration on the gold file's directory into OUT (never the packaged file)")
     p.add_argument("--format", choices=["text", "json"], default="text", help="the verdicts as text, or one JSON document on stdout")
+    p.add_argument("--force", action="store_true", help="replace an existing review file (it may hold your judgments)")
     p.set_defaults(func=cmd_review)

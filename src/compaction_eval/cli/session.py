@@ -35,14 +35,15 @@ def model_commands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argume
 
 
 def add_session_flags(parser: argparse.ArgumentParser) -> None:
+    from compaction_eval.cli.common import whole
     from compaction_eval.contracts.settings import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 
     for sub in model_commands(parser).values():
         known = sub._option_string_actions
         if "--timeout" not in known:
-            sub.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT, help=f"seconds per model request attempt (default: {DEFAULT_TIMEOUT})")
+            sub.add_argument("--timeout", type=whole(1), default=DEFAULT_TIMEOUT, help=f"seconds per model request attempt (default: {DEFAULT_TIMEOUT})")
         if "--max-retries" not in known:
-            sub.add_argument("--max-retries", type=int, default=DEFAULT_MAX_RETRIES, help=f"retries per model call (default: {DEFAULT_MAX_RETRIES})")
+            sub.add_argument("--max-retries", type=whole(0), default=DEFAULT_MAX_RETRIES, help=f"retries per model call (default: {DEFAULT_MAX_RETRIES})")
         if "--redact" not in known:
             sub.add_argument("--redact", action="store_true", help="replace secret-looking strings in every request before it is sent to a model")
         if "--record" not in known:

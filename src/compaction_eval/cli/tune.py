@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from compaction_eval.cli.common import DEFAULT_LABELS, DEFAULT_TRACES, add_agent_model_arg, add_model_args, compaction_settings
+from compaction_eval.cli.common import DEFAULT_LABELS, DEFAULT_TRACES, add_agent_model_arg, add_model_args, compaction_settings, share, whole
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.settings import DEFAULT_BUDGET, DEFAULT_SHAPE, SHAPES
 
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def add_tune_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("prompt", metavar="PROMPT", help="a prompt file declaring schema fields (e.g. prompts/recall_max.j2)")
     p.add_argument("--suite", choices=["recall", "horizon", "both"], default="recall", help="what to measure (default: recall)")
-    p.add_argument("--tolerance", type=float, default=0.02, help="drop from the best recall/completion tolerated at the stop (default: 0.02)")
+    p.add_argument("--tolerance", type=share, default=0.02, help="drop from the best recall/completion tolerated at the stop (default: 0.02)")
     p.add_argument("--out", metavar="FILE", help="the reduced (or optimised) prompt file (default: next to PROMPT, <name>-tuned.j2 / <name>-optimized.j2)")
     p.add_argument("--traces", nargs="+", help=f"trace files or directories (default: with --results, the run's; else {' '.join(DEFAULT_TRACES)})")
     p.add_argument("--labels", nargs="+", help=f"labels files or directories (default: with --results, the run's; else {' '.join(DEFAULT_LABELS)})")
@@ -33,7 +33,7 @@ def add_tune_args(p: argparse.ArgumentParser) -> None:
     add_agent_model_arg(p)
     p.add_argument("--work-dir", help="keep the per-round runs here (default: a temporary directory)")
     p.add_argument("--results", metavar="RUN_DIR", help="also write RUN_DIR/tune.json or RUN_DIR/optimize.json (the report shows it)")
-    p.add_argument("--min-fields", type=int, default=1, help="stop eliminating at this many fields (default: 1)")
+    p.add_argument("--min-fields", type=whole(0), default=1, help="stop eliminating at this many fields (default: 1)")
     p.add_argument("--force", action="store_true", help="replace an existing tune.json/optimize.json or output prompt file")
     from compaction_eval.cli.progress import add_format_arg
 
@@ -42,11 +42,11 @@ def add_tune_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--optimize", action="store_true", help="failure-driven optimisation instead of field ablation")
     g.add_argument("--optimiser", help="the model proposing revisions (default: --model when it is a real model, else the "
                                        "offline stand-in suggest/default, which applies `suggest`'s edits)")
-    g.add_argument("--rounds", type=int, default=3, help="proposals to try at most (default: 3)")
+    g.add_argument("--rounds", type=whole(1), default=3, help="proposals to try at most (default: 3)")
     g.add_argument("--others", nargs="+", default=[], help="other prompts run alongside, so the optimiser sees where they kept a fact this one lost")
-    g.add_argument("--category-tolerance", type=float, default=0.05, help="the held-out gate's category tolerance (default: 0.05)")
-    g.add_argument("--max-retries", type=int, default=4, help="retries of real model calls (default: 4)")
-    g.add_argument("--timeout", type=int, default=120, help="seconds per real model call (default: 120)")
+    g.add_argument("--category-tolerance", type=share, default=0.05, help="the held-out gate's category tolerance (default: 0.05)")
+    g.add_argument("--max-retries", type=whole(0), default=4, help="retries of real model calls (default: 4)")
+    g.add_argument("--timeout", type=whole(1), default=120, help="seconds per real model call (default: 120)")
 
 
 def run_tune_command(args: argparse.Namespace) -> int:

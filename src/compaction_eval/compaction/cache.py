@@ -24,6 +24,7 @@ import anyio.lowlevel
 from inspect_ai.model import CachePolicy, ChatMessage, GenerateConfig, Model, ModelOutput
 
 from compaction_eval.compaction import recorded
+from compaction_eval.compaction.cachefiles import check_cache_root, inspect_cache_root, install_safe_cache
 from compaction_eval.compaction.journal import journal_root, open_journal
 from compaction_eval.contracts.settings import is_recorded, is_stand_in
 from compaction_eval.contracts.tokens import count_tokens
@@ -58,6 +59,10 @@ async def generate_cached(
         cache = use_generate_cache(model)
     if not cache or is_recorded(model):  # never cache a recording's placeholder for a missing answer
         return await model.generate(input, tools=tools or [], config=config)
+    # inspect's cache is pickle: read it only from a place no repository supplies, and
+    # build data only from it (compaction.cachefiles)
+    install_safe_cache()
+    check_cache_root(inspect_cache_root())
     policy = CachePolicy()  # what inspect uses for cache=True: the keys agree
     if not use_generate_cache(model):
         return await model.generate(input, tools=tools or [], config=config, cache=policy)
@@ -128,6 +133,7 @@ def warm_up(model: str) -> None:
     Anthropic provider when the first answer comes back) and the tokenizer's vocabulary."""
     from inspect_ai.model import get_model_info
 
+    check_cache_root(inspect_cache_root())  # before the first request: one located error, exit 2
     get_model_info(model)
     count_tokens("warm up")
 

@@ -42,6 +42,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from compaction_eval.compaction.cachefiles import MAX_ENTRY_BYTES, open_regular
 from compaction_eval.contracts.runfiles import pid_alive
 
 if TYPE_CHECKING:
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
 
 SCHEMA = "compaction-eval/answer@1"
 SUFFIX = ".answer"
-MAX_ENTRY_BYTES = 64 * 1024 * 1024  # a model answer is kilobytes: a larger file is not ours
 JOURNAL_DIR = "compaction-eval-answers"  # beside inspect's `generate/` cache folder
 LOG = logging.getLogger("compaction_eval.compaction.journal")
 
@@ -60,7 +60,7 @@ _SAFE_MODEL = re.compile(r"[^A-Za-z0-9._-]+")
 
 def journal_root() -> Path:
     """`<inspect cache dir>/compaction-eval-answers` (INSPECT_CACHE_DIR when set; the CLI sets
-    it to `.compaction-eval/inspect-cache`)."""
+    it under the user cache directory: compaction.cachefiles)."""
     from inspect_ai.model import cache_path
 
     return cache_path().parent / JOURNAL_DIR
@@ -160,17 +160,12 @@ class AnswerJournal:
         from inspect_ai.model import ModelOutput
 
         path = self.path(model, key)
-        try:
-            with open(path, "rb") as fh:
-                size = os.fstat(fh.fileno()).st_size
-                if size > MAX_ENTRY_BYTES:
-                    self._ignore(path, f"{size} bytes is larger than any answer")
-                    return None
-                data = fh.read()
-        except FileNotFoundError:
-            return None
+        try:  # a FIFO, a link to /dev/zero or a directory is refused unread (cachefiles)
+            data = open_regular(path, limit=MAX_ENTRY_BYTES)
         except OSError as exc:
-            self._ignore(path, f"unreadable ({exc.strerror or exc})")
+            self._ignore(path, exc.strerror or str(exc))
+            return None
+        if data is None:
             return None
         body, why = decode_entry(data, model, key)
         if body is None:
@@ -197,6 +192,9 @@ class AnswerJournal:
             LOG.warning("answer not journaled: it contains the value of %s", ", ".join(sorted(leaked)))
             return False
         path = self.path(model, key)
+        if path.is_dir() and not path.is_symlink():  # a rename cannot replace it: not ours, left alone
+            self._ignore(path, "a directory, not a regular file: refused")
+            return False
         folder = path.parent
         folder.mkdir(parents=True, exist_ok=True)
         self._sweep(folder)

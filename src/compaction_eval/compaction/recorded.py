@@ -59,6 +59,7 @@ from typing import Any
 
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.settings import RECORDED_PROVIDER
+from compaction_eval.contracts.traces import strict_loads
 
 ANSWER_SCHEMA = "compaction-eval/recorded-answer@1"
 HEADER_SCHEMA = "compaction-eval/recording@1"
@@ -220,7 +221,7 @@ def read_answer_lines(path: Path, *, defaults: Mapping[str, Any] | None = None) 
             continue
         where = Problem(str(path), f"line {number}", "")
         try:
-            rec = json.loads(line, parse_constant=_no_constant)
+            rec = strict_loads(line)  # the one JSON reader: NaN, a key twice, huge ints refused
         except (ValueError, RecursionError) as exc:
             problems.append(Problem(str(path), f"line {number}", f"not JSON ({str(exc).splitlines()[0][:120]})"))
             continue
@@ -238,10 +239,6 @@ def read_answer_lines(path: Path, *, defaults: Mapping[str, Any] | None = None) 
     if problems:
         raise ContractError(problems)
     return out
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def load_recording(path: Path | str) -> Recording:
@@ -453,7 +450,7 @@ def read_requests(path: Path) -> dict[str, dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            entry = json.loads(line, parse_constant=_no_constant)
+            entry = strict_loads(line)
         except (ValueError, RecursionError) as exc:
             problems.append(Problem(str(path), f"line {number}", f"not JSON ({str(exc).splitlines()[0][:120]})"))
             continue

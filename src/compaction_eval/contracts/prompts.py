@@ -19,16 +19,21 @@ prompts. The format, for users: docs/prompts.md (`compaction-eval prompts docs`)
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, wraps
 from pathlib import Path
+from typing import Any
 
 import jinja2
+from jinja2 import nodes
+from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from compaction_eval.contracts.problems import ContractError, Problem
+from compaction_eval.contracts.runfiles import RUN_NAME
 from compaction_eval.contracts.yamlfile import load_yaml_text
 
 # The schema field that asks for each fact category (contracts/labels.CATEGORIES); a prompt
@@ -149,15 +154,154 @@ def _loader(directory: Path) -> jinja2.BaseLoader:
     return jinja2.ChoiceLoader([_FolderLoader(directory), _FolderLoader(packaged)])
 
 
+# The budgets of one render (prompts and an optimiser's proposals alike: both render here).
+# A prompt is a few KB of instructions around the span: the output may be the context's text
+# (span, focus) several times over plus OUTPUT_ALLOWANCE; loops may run MAX_ITERATIONS times
+# in all, nested or not. Sizes are checked before a string is built (`'A ' * 150000000`,
+# `'%0999999999d' % 1`, `'x'|center(10**9)`, `a ~ a` doubled), not after.
+OUTPUT_ALLOWANCE = 1024 * 1024
+MAX_ITERATIONS = 1_000_000
+_NUMBER = re.compile(r"\d+")
+
+
+class TemplateBudget(SecurityError):
+    """A render that would exceed its output or loop budget."""
+
+
+@dataclass
+class _Budget:
+    chars: int
+    iterations: int = MAX_ITERATIONS
+
+    def size(self, n: int, what: str) -> None:
+        if n > self.chars:
+            raise TemplateBudget(f"{what} would be {n} characters, over the budget of {self.chars} for one prompt")
+
+    def step(self) -> None:
+        self.iterations -= 1
+        if self.iterations < 0:
+            raise TemplateBudget(f"loops ran more than {MAX_ITERATIONS} times in all (nested loops?)")
+
+
+_BUDGET: ContextVar[_Budget | None] = ContextVar("compaction_eval_template_budget", default=None)
+
+
+def _budget() -> _Budget:
+    budget = _BUDGET.get()
+    return budget if budget is not None else _Budget(OUTPUT_ALLOWANCE)
+
+
+def _sized(value: Any) -> int:
+    return len(value) if isinstance(value, (str, bytes, list, tuple)) else 0
+
+
+def _check_numbers(text: str, what: str) -> None:
+    """A format string whose width or precision alone is over the budget (`%0999999999d`)."""
+    budget = _budget()
+    for number in _NUMBER.findall(text):
+        if len(number) > 12 or int(number) > budget.chars:
+            budget.size(int(number[:13]), what)
+
+
+def _check_args(args: Iterable[Any], what: str) -> None:
+    budget = _budget()
+    for arg in args:
+        if isinstance(arg, int) and not isinstance(arg, bool) and arg > budget.chars:
+            budget.size(arg, what)
+
+
+def _budgeted_filter(name: str, fn: Any) -> Any:
+    @wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        values = [a for a in (*args, *kwargs.values()) if not isinstance(a, (jinja2.runtime.Context, jinja2.nodes.EvalContext, jinja2.Environment))]
+        _check_args(values[1:], f"the {name} filter's output")
+        if name == "format" and values and isinstance(values[0], str):
+            _check_numbers(values[0], "the format filter's output")
+        out = fn(*args, **kwargs)
+        _budget().size(_sized(out), f"the {name} filter's output")
+        return out
+
+    return checked
+
+
+class _BudgetedCodeGenerator(CodeGenerator):
+    """Every `{% for %}` iterates through `environment.counted` (one shared loop budget), and
+    every `~` concatenation through `environment.joined` (sized before it is built)."""
+
+    def visit_For(self, node: nodes.For, frame: Frame) -> None:
+        node.iter = nodes.Call(nodes.EnvironmentAttribute("counted"), [node.iter], [], None, None, lineno=node.lineno)
+        super().visit_For(node, frame)
+
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+        self.write("environment.joined((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
+
+class BudgetedSandbox(ImmutableSandboxedEnvironment):
+    """jinja2's immutable sandbox with an output budget and a loop budget (`_Budget`)."""
+
+    code_generator_class = _BudgetedCodeGenerator
+    intercepted_binops = frozenset({"*", "**", "%", "+"})
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.filters = {name: _budgeted_filter(name, fn) for name, fn in self.filters.items()}
+
+    @staticmethod
+    def counted(iterable: Iterable[Any]) -> Iterator[Any]:
+        budget = _budget()
+        for item in iterable:
+            budget.step()
+            yield item
+
+    @staticmethod
+    def joined(parts: Iterable[Any]) -> str:
+        texts = [str(p) for p in parts]
+        _budget().size(sum(map(len, texts)), "a ~ concatenation")
+        return "".join(texts)
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        budget = _budget()
+        if operator == "*":
+            for seq, n in ((left, right), (right, left)):
+                if _sized(seq) and isinstance(n, int):
+                    budget.size(_sized(seq) * max(n, 0), "a repeated string or list")
+        elif operator == "+":
+            if _sized(left) and _sized(right):
+                budget.size(_sized(left) + _sized(right), "a concatenation")
+        elif operator == "%" and isinstance(left, str):
+            _check_numbers(left, "a %-formatted string")
+        elif operator == "**" and isinstance(left, (int, float)) and isinstance(right, (int, float)):
+            if abs(right) > 64 and abs(left) > 1:
+                raise TemplateBudget(f"{left!r} ** {right!r} is too large a number for a prompt")
+        return super().call_binop(context, operator, left, right)
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        _check_args((*args, *kwargs.values()), f"the result of {getattr(__obj, '__name__', 'a call')}()")
+        out = super().call(__context, __obj, *args, **kwargs)
+        _budget().size(_sized(out), f"the result of {getattr(__obj, '__name__', 'a call')}()")
+        return out
+
+    def wrap_str_format(self, value: Any) -> Any:
+        wrapped = super().wrap_str_format(value)
+        if wrapped is not None:
+            _check_numbers(value.__self__, "a .format() string")
+        return wrapped
+
+
 @lru_cache(maxsize=32)
 def _environment(directory: Path) -> jinja2.Environment:
     # One environment per prompts folder, so a template compiles once per process; jinja's
     # auto_reload still recompiles a template whose file changed (the loader's mtime check).
     # Templates are untrusted input: the immutable sandbox refuses attribute access to
-    # internals (`cycler.__init__.__globals__`), calls of unsafe callables and mutation.
+    # internals (`cycler.__init__.__globals__`), calls of unsafe callables and mutation, and
+    # the budgets bound what one render may build and how long its loops run.
     # Prompts are plain text sent to a model, not HTML: no autoescaping here. StrictUndefined
     # turns a typo in a template variable into an error instead of an empty string.
-    return ImmutableSandboxedEnvironment(
+    return BudgetedSandbox(
         loader=_loader(directory),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
@@ -182,8 +326,17 @@ def _template_line(exc: BaseException, path: Path) -> str:
 def _render(path: Path, **context: object) -> str:
     """Render one template in the sandbox; every failure is a ContractError naming the file."""
     where = str(path)
+    given = sum(len(v) for v in context.values() if isinstance(v, str))
+    budget = _Budget(4 * given + OUTPUT_ALLOWANCE)
+    token = _BUDGET.set(budget)
     try:
-        return _environment(path.parent).get_template(path.name).render(**context)
+        out: list[str] = []
+        written = 0
+        for chunk in _environment(path.parent).get_template(path.name).generate(**context):
+            written += len(chunk)
+            budget.size(written, "the rendered prompt")
+            out.append(chunk)
+        return "".join(out)
     except _NotText as exc:
         raise ContractError([Problem(str(path.parent / exc.template), f"byte {exc.byte}", "not UTF-8 text: a prompt must be a text file")]) from None
     except jinja2.TemplateSyntaxError as exc:
@@ -194,8 +347,14 @@ def _render(path: Path, **context: object) -> str:
         raise ContractError([Problem(where, _template_line(exc, path), f"unsafe template: {exc} (prompts are rendered in a sandbox)")]) from None
     except jinja2.UndefinedError as exc:
         raise ContractError([Problem(where, _template_line(exc, path), f"template error: {exc.message} (variables: span, budget, focus, fields)")]) from None
+    except RecursionError:
+        raise ContractError([Problem(where, "", "template error: macros or includes nested too deeply (recursion)")]) from None
+    except MemoryError:
+        raise ContractError([Problem(where, "", "template error: out of memory while rendering")]) from None
     except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError, LookupError, AttributeError) as exc:
         raise ContractError([Problem(where, _template_line(exc, path), f"template error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")]) from None
+    finally:
+        _BUDGET.reset(token)
 
 
 # The header's keys, and the names it may use (docs/prompts.md; `lint` checks them).
@@ -223,6 +382,9 @@ def read_header(path: Path | str) -> dict:
     meta = load_yaml_text(match.group(1), f"{path} header") or {}
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
         raise ContractError([Problem(str(path), "header", "header needs 'name'")])
+    if not RUN_NAME.fullmatch(meta["name"]):  # it becomes a file name (`<name>-tuned.j2`): the one name rule of runfiles
+        raise ContractError([Problem(str(path), "header.name", f"{meta['name'][:80]!r}: a name is letters, digits, '_', '.' and '-', "
+                                     "starting with a letter or digit (it becomes a file name: no path separators)")])
     return meta
 
 

@@ -85,13 +85,38 @@ def read_text_input(path: Path | str, flag: str = "--summary") -> str:
         raise ContractError([Problem(str(path), "", f"{flag}: cannot read: {exc.strerror or exc}")]) from None
 
 
+def check_overwrite(path: Path | str, *, force: bool = False, flag: str = "--out") -> Path:
+    """The one overwrite rule of every writer: `path` is written only when it does not exist
+    yet, or with `force` (a review file with a person's judgments, an optimised prompt, a
+    decay.json added to a run are not lost to a rerun). ContractError naming it otherwise."""
+    path = Path(path)
+    if (path.exists() or path.is_symlink()) and not force:
+        raise ContractError([Problem(str(path), "", f"{flag} exists: pass --force to overwrite it")])
+    return path
+
+
+def check_replaceable_dir(path: Path | str, owned: Callable[[Path], bool], *, force: bool = False, flag: str = "--out") -> Path:
+    """A folder a command replaces as a whole (`corpus export DIR`): only with `force`, and
+    even then only when everything in it is something the command writes (`owned`), so a
+    folder holding the user's own files is never wiped."""
+    path = Path(path)
+    if not path.exists():
+        return path
+    if not path.is_dir():
+        raise ContractError([Problem(str(path), "", f"{flag} must be a directory, but this is an existing file")])
+    check_overwrite(path, force=force, flag=flag)
+    for child in sorted(path.iterdir()):
+        if not owned(child):
+            raise ContractError([Problem(str(child), "", f"{flag} holds a file this command did not write: refusing to replace the folder")])
+    return path
+
+
 def write_text_new(path: Path | str, text: str, *, force: bool = False, flag: str = "--out") -> Path:
     """Write `text` to `path` atomically; an existing file is kept unless `force`."""
     path = Path(path)
     if path.is_dir():
         raise ContractError([Problem(str(path), "", f"{flag} is a directory: name a file")])
-    if path.exists() and not force:
-        raise ContractError([Problem(str(path), "", f"{flag} exists: pass --force to overwrite it")])
+    check_overwrite(path, force=force, flag=flag)
     ensure_directory(path.parent, flag)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -214,7 +239,9 @@ def write_text_atomic(path: Path, text: str | Iterable[str]) -> None:
     the 0600 of a temporary file: reports and results are meant to be shared.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():  # `--markdown DIR`, `report --out DIR`: one located line, not IsADirectoryError
+        raise ContractError([Problem(str(path), "", "is a directory: name a file to write")])
+    ensure_directory(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -152,23 +152,85 @@ class _NonFiniteNumber(ValueError):
     pass
 
 
-def parse_json_text(text: str, where: str) -> Any:
-    """Strict JSON (no NaN/Infinity) from `text`; every failure is a located ContractError."""
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's pairs as a dict; a key given twice is refused (json keeps the last one
+    silently, so two readers of the same file could disagree on what it says)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return out
+
+
+def strict_loads(text: str) -> Any:
+    """`json.loads`, refusing NaN/Infinity, a key given twice in one object, an integer past
+    Python's conversion limit (4300 digits) and nesting past the parser's depth, each as a
+    `json.JSONDecodeError` with its position: every reader's own located handling of malformed
+    JSON (a JSONL line, a SQLite column, an hf: row) then applies to them too."""
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        data = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError:
+        raise
     except _NonFiniteNumber as exc:
         match = _BAD_CONSTANT.search(text)
-        place = ""
-        if match:
-            line = text.count("\n", 0, match.start(1)) + 1
-            place = f"line {line} column {match.start(1) - text.rfind(chr(10), 0, match.start(1))}"
-        raise ContractError([Problem(where, place, f"{exc} is not a JSON number (NaN and Infinity are not allowed)")]) from None
-    except json.JSONDecodeError as exc:
-        raise ContractError(
-            [Problem(where, f"line {exc.lineno} column {exc.colno}", f"malformed JSON: {exc.msg}")]
-        ) from None
+        raise json.JSONDecodeError(f"{exc} is not a JSON number (NaN and Infinity are not allowed)", text, match.start(1) if match else 0) from None
+    except _DuplicateKey as exc:
+        key = str(exc)
+        found = [m.start() for m in re.finditer(re.escape(json.dumps(key, ensure_ascii=False)) + r"\s*:", text)]
+        raise json.JSONDecodeError(f"duplicate key {key[:60]!r} in one object (which value counts is ambiguous)", text,
+                                   found[1] if len(found) > 1 else 0) from None
     except RecursionError:
-        raise ContractError([Problem(where, "", "JSON nested too deeply to read")]) from None
+        raise json.JSONDecodeError("nested too deeply to read", text, 0) from None
+    except ValueError:  # an integer past Python's conversion limit
+        match = re.search(r"\d{4301,}", text)
+        raise json.JSONDecodeError("an integer with more than 4300 digits", text, match.start() if match else 0) from None
+    lone = _lone_surrogate(text)
+    if lone is not None:  # not text: writing it anywhere (results, report) would fail later, unlocated
+        raise json.JSONDecodeError("a lone UTF-16 surrogate escape (\\ud800-\\udfff) is not text", text, lone)
+    return data
+
+
+_ESCAPE = re.compile(r"\\(?:\\|u[dD][89a-fA-F][0-9a-fA-F]{2})")
+
+
+def _lone_surrogate(text: str) -> int | None:
+    r"""Where `text` has a `\uD800`-`\uDFFF` escape that is not half of a pair, else None
+    (escaped backslashes are skipped, so `\\ud800` is the text it says)."""
+    if "\\ud" not in text and "\\uD" not in text:
+        return None
+    pending = None  # position of a high surrogate awaiting its low half
+    for m in _ESCAPE.finditer(text):
+        if m.group(0) == "\\\\":
+            continue
+        high = m.group(0)[3].lower() in "89ab"
+        if pending is not None and (high or m.start() != pending + 6):
+            return pending
+        if high:
+            pending = m.start()
+        elif pending is None:
+            return m.start()
+        else:
+            pending = None
+    return pending
+
+
+def parse_json_text(text: str, where: str) -> Any:
+    """Strict JSON from `text` (see `strict_loads` for what is refused); every failure is a
+    ContractError naming `where`, the line and the column."""
+    try:
+        return strict_loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg.startswith("nested"):
+            raise ContractError([Problem(where, "", f"JSON {exc.msg}")]) from None
+        message = exc.msg if exc.msg.startswith(("duplicate key", "an integer", "a lone")) or "not a JSON number" in exc.msg else f"malformed JSON: {exc.msg}"
+        raise ContractError([Problem(where, f"line {exc.lineno} column {exc.colno}", message)]) from None
 
 
 def read_json_file(path: Path) -> Any:

@@ -125,7 +125,11 @@ def read_yaml_file(path: Any) -> Any:
 
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as fh:  # at most MAX_BYTES + 1: a link to /dev/zero is refused, not read to the end
+            raw = fh.read(MAX_BYTES + 1)
+        if len(raw) > MAX_BYTES:
+            raise ContractError([Problem(str(path), "", f"YAML file larger than {MAX_BYTES // (1024 * 1024)} MiB")])
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise ContractError([Problem(str(path), "", "file not found")]) from None
     except IsADirectoryError:

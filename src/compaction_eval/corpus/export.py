@@ -13,6 +13,7 @@ from typing import Any
 
 from compaction_eval.contracts.labels import CATEGORIES, Labels
 from compaction_eval.contracts.problems import ContractError, Problem
+from compaction_eval.contracts.runfiles import check_replaceable_dir
 from compaction_eval.contracts.traces import Trace, source_of
 from compaction_eval.corpus.hf import SPLIT, require_datasets
 from compaction_eval.corpus.stats import by_source, corpus_table
@@ -41,17 +42,24 @@ def _row(trace: Trace, labels: Labels | None, source: str) -> dict[str, Any]:
     }
 
 
-def export_hf(corpus: Any, out: Path, *, name: str = "compaction-eval corpus") -> Path:
+def _export_file(path: Path) -> bool:
+    """What an export writes at its top level (anything else is the user's)."""
+    return path.name in ("dataset_dict.json", "README.md", SPLIT)
+
+
+def export_hf(corpus: Any, out: Path, *, name: str = "compaction-eval corpus", force: bool = False) -> Path:
     """Write `corpus` (a corpus.load.Corpus) as a dataset folder at `out`; return `out`.
 
     Written beside `out` first and moved into place at the end, so a failed export leaves
-    no partial folder; an existing `out` is replaced only when it is an export (it holds a
-    dataset_dict.json), never an unrelated folder.
+    no partial folder; an existing `out` is replaced only with `force` and only when it is an
+    export holding nothing else (contracts.runfiles.check_replaceable_dir), never an
+    unrelated folder or the user's files beside an export.
     """
     out = Path(out)
     datasets = require_datasets(str(out))
     if out.exists() and not (out / "dataset_dict.json").exists():
         raise ContractError([Problem(str(out), "", "exists and is not a dataset export: choose another folder or remove it")])
+    check_replaceable_dir(out, _export_file, force=force, flag="corpus export DIR")
     rows = [_row(t, corpus.labels.get(tid), source_of(t)) for tid, t in sorted(corpus.traces.items())]
     features = datasets.Features({
         "id": datasets.Value("string"), "source": datasets.Value("string"), "agent": datasets.Value("string"),
@@ -78,7 +86,7 @@ def export_hf(corpus: Any, out: Path, *, name: str = "compaction-eval corpus") -
 def _md(value: Any) -> str:
     """A table cell: traces and labels are untrusted, so no markdown or HTML gets through."""
     text = str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-    for ch in "<>&*_`[]":
+    for ch in "&<>*_`[]":  # `&` first: escaping it after `<` turned `&#60;` into `&#38;#60;` (escaped twice)
         text = text.replace(ch, f"&#{ord(ch)};")
     return text
 

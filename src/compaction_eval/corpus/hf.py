@@ -22,7 +22,7 @@ from typing import Any
 
 from compaction_eval.contracts.labels import Labels, labels_from_text
 from compaction_eval.contracts.problems import ContractError, Problem
-from compaction_eval.contracts.traces import Trace, trace_from_json, validate_trace
+from compaction_eval.contracts.traces import Trace, strict_loads, trace_from_json, validate_trace
 
 PREFIX = "hf:"
 SPLIT = "train"
@@ -86,7 +86,7 @@ def read_traces(spec: str) -> tuple[list[Trace], list[Problem]]:
     for i, row in enumerate(load_rows(spec)):
         where = _where(spec, row.get("id") or f"row{i}", "json")
         try:
-            data = json.loads(row["trace"] or "")
+            data = strict_loads(row["trace"] or "")
         except json.JSONDecodeError as exc:
             problems.append(Problem(str(where), f"row {i}, trace", f"malformed JSON: {exc.msg}"))
             continue

@@ -18,17 +18,19 @@ from pathlib import Path
 from typing import Any
 
 from compaction_eval.contracts.problems import ContractError, Problem
+from compaction_eval.contracts.runfiles import check_overwrite
 from compaction_eval.corpus.importers import convert_all
 from compaction_eval.corpus.redact import redact_trace
 
 
-def import_files(srcs: list[Path], fmt: str | None, out_dir: Path, *, redact: bool = True) -> list[Path]:
+def import_files(srcs: list[Path], fmt: str | None, out_dir: Path, *, redact: bool = True, force: bool = False) -> list[Path]:
     """Convert `srcs` and write `<out_dir>/<trace id>.json` for every trace they hold.
 
     Args:
         srcs: source files (one may hold several traces, e.g. an OpenAI-chat sample list).
         fmt: the source format name (see importers.FORMATS); None detects each file's.
-        out_dir: created if missing; existing files of the same trace id are replaced.
+        out_dir: created if missing; an existing file of the same trace id is replaced only
+            with `force` (contracts.runfiles.check_overwrite: checked before anything is written).
         redact: replace secret-looking strings (False: write what the source holds).
 
     Returns:
@@ -52,6 +54,8 @@ def import_files(srcs: list[Path], fmt: str | None, out_dir: Path, *, redact: bo
             converted.append((src, redact_trace(trace) if redact else trace))
 
     out_dir = Path(out_dir)
+    for _, trace in converted:
+        check_overwrite(out_dir / f"{trace['id']}.json", force=force, flag="import --out")
     out_dir.mkdir(parents=True, exist_ok=True)
     staged: list[tuple[str, Path]] = []
     try:

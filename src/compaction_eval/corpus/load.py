@@ -121,10 +121,16 @@ def read_labels_back(inputs: Iterable[Path | str], *, bases: Iterable[Path] = ()
 
 def run_labels(results: dict[str, Any], *, bases: Iterable[Path] = (), traces: Iterable[str] | None = None) -> dict[str, Labels]:
     """`read_labels_back` on a results document's recorded labels: where the run read them
-    (`config.labels`, absolute), then as given (`inputs_as_given.labels`, for a moved run)."""
+    (`config.labels`, absolute), then as given (`inputs_as_given.labels`, for a moved run);
+    redacted (`corpus.redact.redact_labels`) when the run was."""
     config = results.get("config") or {}
     given = results.get("inputs_as_given") or {}
-    return read_labels_back([*(config.get("labels") or []), *(given.get("labels") or [])], bases=bases, traces=traces)
+    found = read_labels_back([*(config.get("labels") or []), *(given.get("labels") or [])], bases=bases, traces=traces)
+    if config.get("redact"):  # a redacted run's labels are shown redacted wherever they are read back
+        from compaction_eval.corpus.redact import redact_labels
+
+        found = {tid: redact_labels(lab) for tid, lab in found.items()}
+    return found
 
 
 def per_source_limit(labels: list[Labels], traces: dict[str, Trace], n: int) -> list[Labels]:

@@ -1,11 +1,16 @@
 """Replace secret-looking strings with `[REDACTED:<kind>]` before text reaches a model.
 
-Kinds: `anthropic_key` / `openai_key` (sk-...), `aws_access_key` (AKIA...), `google_api_key`
-(AIza...), `onepassword_secret_key` (A3-...), `github_token`
-(ghp_/gho_/ghu_/ghs_/ghr_/github_pat_), `slack_token` (xox?-...), `password` (the value of
-`password=`, `passwd:`, `secret=`, `api_key=` ...), `bearer_token` (`Bearer <token>`),
-`private_key` (PEM private key blocks). Patterns are anchored on distinctive prefixes so
-that ordinary prose, paths and numbers are left alone.
+Kinds: `anthropic_key` / `openai_key` (sk-...), `stripe_key` (sk_live_/rk_test_...),
+`aws_access_key` (AKIA...), `google_api_key` (AIza...), `onepassword_secret_key` (A3-...),
+`github_token` (ghp_/gho_/ghu_/ghs_/ghr_/github_pat_), `gitlab_token` (glpat-...),
+`huggingface_token` (hf_...), `slack_token` (xox?-...), `jwt` (three base64url parts, the
+first two JSON: `eyJ...`), `url_password` (the password of `postgres://user:pw@host`, any
+scheme), `password` (the value of `password=`, `passwd:`, `secret=`, `api_key=`,
+`SessionToken:` ...), `bearer_token` (`Bearer <token>`), `private_key` (PEM private key
+blocks), and `secret_field`: in JSON (tool input, structured output), the string value of a
+key named like a credential (`password`, `token`, `secret`, `apiKey`, `SessionToken`, ...),
+whatever it looks like. Patterns are anchored on distinctive prefixes so that ordinary prose,
+paths and numbers are left alone.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import gzip
 import json
 import re
 from collections import Counter
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +31,11 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("private_key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.DOTALL)),
     ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{8,}")),
     ("openai_key", re.compile(r"\bsk-(?:proj-|live-|test-)?[A-Za-z0-9_\-]{4,}")),
+    ("stripe_key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{8,}")),
+    ("gitlab_token", re.compile(r"\bgl(?:pat|dt|rt|ptt|cbt|oas)-[A-Za-z0-9_\-]{20,}")),
+    ("huggingface_token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
+    ("url_password", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\[\]]{1,256}:(?P<secret>(?!\[REDACTED)[^\s@/\[\]]{1,256})@")),
     ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
     ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])")),
     ("onepassword_secret_key", re.compile(r"\bA3-[A-Z0-9]{6}-[A-Z0-9]{5,6}(?:-[A-Z0-9]{5}){4}\b")),
@@ -35,7 +46,7 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         "password",
         re.compile(
             # the keyword may sit inside a longer name: aws_secret_access_key, client_secret, DB_PASSWORD
-            r"(?i)(?<![a-z0-9])[a-z0-9_\-]*(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token)[a-z0-9_\-]*[\"']?\s{0,3}[=:]\s{0,3}[\"']?(?P<secret>(?!\[REDACTED)[^\s\"'&;,]{4,})"
+            r"(?i)(?<![a-z0-9])[a-z0-9_\-]*(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|session[_-]?token|refresh[_-]?token)[a-z0-9_\-]*[\"']?\s{0,3}[=:]\s{0,3}[\"']?(?P<secret>(?!\[REDACTED)[^\s\"'&;,]{4,})"
         ),
     ),
 ]
@@ -64,10 +75,25 @@ def redact_text(text: str, counts: Counter | None = None) -> str:
     return text
 
 
+# A JSON key that names a credential, in any spelling (`password`, `db_password`, `apiKey`,
+# `SessionToken`, `client-secret`): split into words, one of them is one of these. `tokens`
+# (`max_tokens`) and `key` alone (`sort_key`) are not.
+SECRET_KEY_WORDS = frozenset({"password", "passwd", "pwd", "passphrase", "token", "secret", "apikey", "credential", "credentials", "privatekey"})
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a JSON object key names a credential (see SECRET_KEY_WORDS)."""
+    words = re.split(r"[^a-z0-9]+", _CAMEL.sub("_", key).lower())
+    joined = {a + b for a, b in pairwise(words)}  # api_key -> apikey, private_key -> privatekey
+    return bool(SECRET_KEY_WORDS & (set(words) | joined))
+
+
 def redact_json(data: Any, counts: Counter | None = None) -> Any:
     """A copy of JSON data with every string redacted, object keys included (a tool call's
-    input can use a secret as a key: `{"sk-live-...": true}`). Two keys that redact to the
-    same text are kept apart by a `#2`, `#3` suffix."""
+    input can use a secret as a key: `{"sk-live-...": true}`), and the string value of a key
+    that names a credential replaced whatever it looks like (`{"password": "hunter22"}`). Two
+    keys that redact to the same text are kept apart by a `#2`, `#3` suffix."""
     if isinstance(data, str):
         return redact_text(data, counts)
     if isinstance(data, list):
@@ -80,9 +106,29 @@ def redact_json(data: Any, counts: Counter | None = None) -> Any:
             while key in out:
                 n += 1
                 key = f"{base}#{n}"
-            out[key] = redact_json(v, counts)
+            if isinstance(k, str) and isinstance(v, str) and v and not v.startswith("[REDACTED") and is_secret_key(k):
+                if counts is not None:
+                    counts["secret_field"] += 1
+                out[key] = "[REDACTED:secret_field]"
+            else:
+                out[key] = redact_json(v, counts)
         return out
     return data
+
+
+def redact_labels(labels: Any) -> Any:
+    """A copy of a `Labels` with the text and keys of its facts and avoid items redacted: what
+    a report, the gate or `tune` shows of a redacted run's labels (the files still hold the
+    secrets the model never saw)."""
+    import dataclasses
+
+    def fact(f: Any) -> Any:
+        changes: dict[str, Any] = {"text": redact_text(f.text), "keys": tuple(redact_text(k) for k in f.keys)}
+        if hasattr(f, "alt_keys"):
+            changes["alt_keys"] = tuple(tuple(redact_text(k) for k in ks) for ks in f.alt_keys)
+        return dataclasses.replace(f, **changes)
+
+    return dataclasses.replace(labels, facts=tuple(fact(f) for f in labels.facts), avoid=tuple(fact(a) for a in labels.avoid))
 
 
 def redact_trace(trace: dict[str, Any]) -> dict[str, Any]:

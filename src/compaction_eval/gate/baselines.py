@@ -20,6 +20,7 @@ from compaction_eval.contracts.runfiles import (
     read_results,
     write_json_atomic,
 )
+from compaction_eval.contracts.traces import parse_json_text
 from compaction_eval.recall.stability import stability_summary
 
 BASELINES_DIR = Path("results/baselines")
@@ -76,9 +77,8 @@ def save_baseline(run_dir: Path | str, name: str = DEFAULT_NAME, root: Path | st
     }
     horizon = run_dir / HORIZON_FILE
     if horizon.exists():
-        import json
 
-        write_json_atomic(target / HORIZON_FILE, json.loads(horizon.read_text(encoding="utf-8")))
+        write_json_atomic(target / HORIZON_FILE, parse_json_text(horizon.read_text(encoding="utf-8"), str(horizon)))
     write_json_atomic(target / RESULTS_FILE, blessed)
     (target / RESULTS_FILE).chmod(0o644)  # a committed file, readable like any other
     return target / RESULTS_FILE

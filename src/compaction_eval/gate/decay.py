@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from compaction_eval.contracts.problems import ContractError, Problem
+from compaction_eval.contracts.traces import parse_json_text
 from compaction_eval.gate.compare import PASS, REGRESSION, Delta, paired_delta
 
 DECAY_SCHEMA = "compaction-eval/decay@1"
@@ -34,7 +35,7 @@ def read_decay(path: Path | str) -> dict[str, Any]:
     path = Path(path)
     path = path / "decay.json" if path.is_dir() else path
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_json_text(path.read_text(encoding="utf-8"), str(path))
     except FileNotFoundError:
         raise ContractError([Problem(str(path), "", "decay file not found (run `compaction-eval decay`)")]) from None
     except json.JSONDecodeError as exc:

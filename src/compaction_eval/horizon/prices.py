@@ -38,6 +38,7 @@ from typing import Any
 
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.settings import is_stand_in
+from compaction_eval.contracts.traces import parse_json_text
 
 
 @dataclass(frozen=True)
@@ -205,7 +206,7 @@ def load_prices(path: Path | str) -> dict[str, PriceTable]:
     PriceTable optional); every problem is located in the file."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_json_text(path.read_text(encoding="utf-8"), str(path))
     except FileNotFoundError:
         raise ContractError([Problem(str(path), "", "price file not found")]) from None
     except (UnicodeDecodeError, IsADirectoryError):

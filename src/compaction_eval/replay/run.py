@@ -351,9 +351,11 @@ def compute(config: ReplayRunConfig, modes: tuple[str, ...] = MODES) -> dict[str
     return asyncio.run(run_all())
 
 
-def run_modes(config: ReplayRunConfig, out_dir: Path, modes: tuple[str, ...] = MODES, *, existing: bool = False) -> dict[str, dict[str, Any]]:
+def run_modes(config: ReplayRunConfig, out_dir: Path, modes: tuple[str, ...] = MODES, *, existing: bool = False,
+              force: bool = False) -> dict[str, dict[str, Any]]:
     """Compute `modes` and write their files into `out_dir`: a new run directory that appears
-    only when everything succeeded, or (`existing`) an existing one, each file atomically."""
+    only when everything succeeded, or (`existing`) an existing run directory, each file
+    atomically; a file already there is replaced only with `force`."""
     from dataclasses import replace
 
     from compaction_eval.contracts.paths import resolve_inputs
@@ -367,6 +369,15 @@ def run_modes(config: ReplayRunConfig, out_dir: Path, modes: tuple[str, ...] = M
             from compaction_eval.contracts.problems import ContractError, Problem
 
             raise ContractError([Problem(str(out_dir), "", "run directory does not exist")])
+        from compaction_eval.contracts.runfiles import RESULTS_FILE, check_overwrite, check_run_path
+
+        check_run_path(out_dir)
+        if not any((out_dir / name).is_file() for name in (RESULTS_FILE, "horizon.json", *FILES.values())):
+            from compaction_eval.contracts.problems import ContractError, Problem
+
+            raise ContractError([Problem(str(out_dir), "--into", "not a run directory (no results.json, horizon.json or replay file)")])
+        for mode in modes:
+            check_overwrite(out_dir / FILES[mode], force=force, flag="--into")
         results = compute(config, modes)
         for mode, data in results.items():
             data.update(_recorded())

@@ -26,7 +26,7 @@ from compaction_eval.contracts.labels import CATEGORIES, Labels
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.runfiles import RESULTS_FILE, read_results, write_text_atomic
 from compaction_eval.contracts.settings import is_stand_in
-from compaction_eval.contracts.traces import Trace
+from compaction_eval.contracts.traces import Trace, parse_json_text
 from compaction_eval.gate.compare import (
     Comparison,
     CorpusMismatch,
@@ -74,8 +74,8 @@ def read_matchers(run_dir: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        data = parse_json_text(path.read_text(encoding="utf-8"), str(path))
+    except (ContractError, UnicodeDecodeError):
         return None
     return data if isinstance(data, dict) and isinstance(data.get("facts"), dict) else None
 
@@ -86,7 +86,7 @@ def read_horizon(run_dir: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_json_text(path.read_text(encoding="utf-8"), str(path))
     except json.JSONDecodeError as exc:
         raise ContractError([Problem(str(path), f"line {exc.lineno}", f"malformed JSON: {exc.msg}")]) from None
     if not isinstance(data, dict) or data.get("schema") != HORIZON_SCHEMA:
@@ -185,23 +185,11 @@ def load_source_corpus(
 def _redact_sources(found: SourceCorpus) -> None:
     """A redacted run shows only redacted sources: its excerpts and fact text come from the
     original files, which still hold the secrets the model never saw."""
-    import dataclasses
-
     from compaction_eval.contracts.traces import trace_from_json
-    from compaction_eval.corpus.redact import redact_json, redact_text
+    from compaction_eval.corpus.redact import redact_json, redact_labels
 
     found.traces = {tid: trace_from_json(redact_json(t.to_json()), t.path) for tid, t in found.traces.items()}
-
-    def fact(f: Any) -> Any:
-        changes: dict[str, Any] = {"text": redact_text(f.text), "keys": tuple(redact_text(k) for k in f.keys)}
-        if hasattr(f, "alt_keys"):
-            changes["alt_keys"] = tuple(tuple(redact_text(k) for k in ks) for ks in f.alt_keys)
-        return dataclasses.replace(f, **changes)
-
-    found.labels = {
-        tid: dataclasses.replace(lab, facts=tuple(fact(f) for f in lab.facts), avoid=tuple(fact(a) for a in lab.avoid))
-        for tid, lab in found.labels.items()
-    }
+    found.labels = {tid: redact_labels(lab) for tid, lab in found.labels.items()}
 
 
 # ----------------------------------------------------------------------------- view model

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from compaction_eval.contracts.labels import CATEGORIES
+from compaction_eval.contracts.traces import parse_json_text
 from compaction_eval.report.horizon_table import cost_line, usd
 
 SHORT = {"intent": "int", "constraint": "con", "decision": "dec", "bug": "bug", "artifact": "art", "number": "num",
@@ -159,6 +160,6 @@ def _read(path: Path) -> dict[str, Any] | None:
     from compaction_eval.contracts.problems import ContractError, Problem
 
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return parse_json_text(path.read_text(encoding="utf-8"), str(path))
     except json.JSONDecodeError as exc:
         raise ContractError([Problem(str(path), f"line {exc.lineno}", f"malformed JSON: {exc.msg}")]) from None

@@ -17,7 +17,6 @@ horizon run per step instead of one per variant, which keeps a tune run to minut
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import tempfile
@@ -35,6 +34,7 @@ from compaction_eval.contracts.settings import (
     CompactionSettings,
     is_stand_in,
 )
+from compaction_eval.contracts.traces import parse_json_text
 
 TUNE_FILE = "tune.json"
 TUNE_SCHEMA = "compaction-eval/tune@1"
@@ -366,5 +366,5 @@ def read_tune(run_dir: Path) -> dict[str, Any] | None:
     path = Path(run_dir) / TUNE_FILE
     if not path.exists():
         return None
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = parse_json_text(path.read_text(encoding="utf-8"), str(path))
     return data if data.get("schema") == TUNE_SCHEMA else None

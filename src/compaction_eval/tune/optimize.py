@@ -29,6 +29,7 @@ from compaction_eval.contracts.paths import DEFAULTS
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import Candidate, load_candidate, load_candidates
 from compaction_eval.contracts.settings import DEFAULT_MODEL, CompactionSettings
+from compaction_eval.contracts.traces import parse_json_text
 from compaction_eval.tune.suggest import (
     CAUSES,
     MAX_EXAMPLES,
@@ -442,10 +443,8 @@ def format_history(result: OptimizeResult) -> str:
 
 def read_optimize(run_dir: Path) -> dict[str, Any] | None:
     """A run directory's optimize.json, or None."""
-    import json
-
     path = Path(run_dir) / OPTIMIZE_FILE
     if not path.exists():
         return None
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = parse_json_text(path.read_text(encoding="utf-8"), str(path))
     return data if data.get("schema") == OPTIMIZE_SCHEMA else None

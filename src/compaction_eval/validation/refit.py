@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from compaction_eval.contracts.labels import EXACT_CATEGORIES
+from compaction_eval.contracts.traces import parse_json_text
 from compaction_eval.recall.matching.calibrated import (
     FEATURES,
     MODEL_PATH,
@@ -149,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     new = cal.to_json()
     if args.check:
-        old = json.loads(Path(args.out).read_text(encoding="utf-8")) if Path(args.out).is_file() else None
+        old = parse_json_text(Path(args.out).read_text(encoding="utf-8"), str(Path(args.out))) if Path(args.out).is_file() else None
         if old != json.loads(json.dumps(new)):
             print(f"{args.out} differs from a refit on {args.gold}", file=sys.stderr)
             return 1

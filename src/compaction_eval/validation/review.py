@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from compaction_eval.contracts.problems import ContractError, Problem
+from compaction_eval.contracts.yamlfile import read_yaml_file
 
 REVIEW_SCHEMA = "compaction-eval/review@1"
 _WORDS = {"kept": True, "lost": False}
@@ -103,10 +104,13 @@ def review_file(results: dict[str, Any]) -> dict[str, Any]:
             "summaries": entries}
 
 
-def write_review(results: dict[str, Any], path: Path) -> int:
+def write_review(results: dict[str, Any], path: Path, *, force: bool = False) -> int:
     import os
     import tempfile
 
+    from compaction_eval.contracts.runfiles import check_overwrite
+
+    check_overwrite(path, force=force, flag="review file")  # it may hold a person's judgments
     doc = review_file(results)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -121,7 +125,7 @@ def _gold_targets(gold: Path, traces: list[str], where: str) -> dict[str, Path]:
     folder (labels/gold layout): there each trace goes to the file that already holds it,
     else to `<trace>.yaml`, so a review that spans several traces lands in one step."""
     if gold.suffix in (".yaml", ".yml") and not gold.is_dir():
-        existing = yaml.safe_load(gold.read_text(encoding="utf-8")) if gold.is_file() else None
+        existing = read_yaml_file(gold) if gold.is_file() else None
         named = set(traces) | ({existing.get("trace")} if isinstance(existing, dict) else set())
         if len(named) != 1:
             raise ContractError([Problem(where, "summaries", f"a gold file holds one trace; the review and {gold} name {sorted(map(str, named))}: "
@@ -130,8 +134,8 @@ def _gold_targets(gold: Path, traces: list[str], where: str) -> dict[str, Path]:
     held: dict[str, Path] = {}
     for f in sorted(gold.glob("*.yaml")) if gold.is_dir() else []:
         try:
-            data = yaml.safe_load(f.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError):
+            data = read_yaml_file(f)
+        except ContractError:
             continue
         if isinstance(data, dict) and isinstance(data.get("trace"), str):
             held.setdefault(data["trace"], f)
@@ -145,10 +149,7 @@ def apply_review(review_path: Path, gold_path: Path) -> int:
     from compaction_eval.validation.matchers import SCHEMA
 
     where = str(review_path)
-    try:
-        doc = yaml.safe_load(review_path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ContractError([Problem(where, "", f"cannot read the review file: {str(exc).splitlines()[0]}")]) from None
+    doc = read_yaml_file(review_path)  # the one YAML reader: no aliases (a 430-byte bomb), tags or duplicate keys
     if not isinstance(doc, dict) or doc.get("schema") != REVIEW_SCHEMA:
         raise ContractError([Problem(where, "schema", f"expected schema: {REVIEW_SCHEMA}")])
     problems: list[Problem] = []
@@ -178,7 +179,7 @@ def apply_review(review_path: Path, gold_path: Path) -> int:
     docs: dict[Path, dict[str, Any]] = {}
     for trace, new in by_trace.items():
         target = targets[trace]
-        existing = yaml.safe_load(target.read_text(encoding="utf-8")) if target.is_file() else None
+        existing = read_yaml_file(target) if target.is_file() else None
         if existing is None:
             i, first = first_of[trace]
             if not first.get("labels"):

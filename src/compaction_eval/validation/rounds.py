@@ -17,13 +17,13 @@ fact judgments than it recorded is marked `stale`.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from compaction_eval.contracts.problems import ContractError, Problem
+from compaction_eval.contracts.traces import parse_json_text
 
 SCHEMA = "compaction-eval/blind-rounds@1"
 FILE_NAME = "blind-rounds.json"
@@ -45,7 +45,7 @@ def load_rounds(gold_dir: Path | str) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_json_text(path.read_text(encoding="utf-8"), str(path))
     except (OSError, ValueError) as exc:
         raise ContractError([Problem(str(path), "", f"cannot read blind rounds: {exc}")]) from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("rounds"), list):
@@ -122,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--gold", default="labels/gold")
     args = parser.parse_args(argv)
     try:
-        result = json.loads(Path(args.result).read_text(encoding="utf-8"))
+        result = parse_json_text(Path(args.result).read_text(encoding="utf-8"), str(Path(args.result)))
         path = record_round(result, args.gold, round_no=args.round_no, split=args.split, frozen_at=args.frozen_at)
     except (OSError, ValueError) as exc:
         print(f"{args.result}: {exc}", file=sys.stderr)

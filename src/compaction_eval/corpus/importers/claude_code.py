@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compaction_eval.contracts.traces import strict_loads
 from compaction_eval.corpus.importers.common import fail, file_stem, finish, safe_id, unique_id, warn
 
 NAME = "claude-code"
@@ -115,7 +116,7 @@ def read_transcript(path: Path) -> Transcript:
             comments += 1
             continue
         try:
-            event = json.loads(line)
+            event = strict_loads(line)
         except json.JSONDecodeError as exc:
             if n == last and not text.endswith(("\n", "\r")):
                 fail(where, f"line {n}, column {exc.colno}", f"invalid JSON: {exc.msg} (the file ends inside this line: cut short?)")

@@ -48,6 +48,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from compaction_eval.contracts.traces import strict_loads
 from compaction_eval.corpus.importers.common import fail, file_stem, finish, read_text, safe_id, sniff_jsonl, unique_id
 
 NAME = "codex-cli"
@@ -87,7 +88,7 @@ def _output(raw: Any) -> tuple[str, bool]:
         data: Any = raw
     elif isinstance(raw, str):
         try:
-            data = json.loads(raw)
+            data = strict_loads(raw)
         except json.JSONDecodeError:
             return raw, False
     else:
@@ -106,7 +107,7 @@ def _call_input(p: dict[str, Any]) -> dict[str, Any]:
     if kind == "function_call":
         args = p.get("arguments")
         try:
-            parsed = json.loads(args) if isinstance(args, str) else args
+            parsed = strict_loads(args) if isinstance(args, str) else args
         except json.JSONDecodeError:
             parsed = None
         return parsed if isinstance(parsed, dict) else {"_raw": args}
@@ -124,7 +125,7 @@ def read_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec = strict_loads(line)
         except json.JSONDecodeError as exc:
             cut = " (the file ends inside this line: cut short?)" if not text.endswith(("\n", "\r")) and \
                 n == len(text.splitlines()) else ""

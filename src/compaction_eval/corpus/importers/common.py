@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from compaction_eval.contracts.problems import ContractError, Problem
-from compaction_eval.contracts.traces import SCHEMA, validate_trace
+from compaction_eval.contracts.traces import SCHEMA, strict_loads, validate_trace
 
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
 LOG = logging.getLogger("compaction_eval.corpus.importers")
@@ -43,7 +43,7 @@ def sniff_jsonl(path: Path, test: Callable[[Any], bool]) -> bool:
                 if not line.strip() or line.lstrip().startswith("//"):
                     continue
                 try:
-                    return test(json.loads(line))
+                    return test(strict_loads(line))
                 except json.JSONDecodeError:
                     continue
     except (OSError, UnicodeDecodeError):

@@ -44,7 +44,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from compaction_eval.contracts.traces import MAX_TRACE_BYTES, read_trace_bytes
+from compaction_eval.contracts.traces import MAX_TRACE_BYTES, read_trace_bytes, strict_loads
 from compaction_eval.corpus.importers.common import fail, finish, safe_id, unique_id
 
 NAME = "crush"
@@ -118,7 +118,7 @@ def read_rows(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], s
 def _parts(row: dict[str, Any], where: str) -> list[dict[str, Any]]:
     place = f"messages row {row['id']}: parts"
     try:
-        parts = json.loads(row["parts"]) if isinstance(row["parts"], str) else None
+        parts = strict_loads(row["parts"]) if isinstance(row["parts"], str) else None
     except json.JSONDecodeError as exc:
         fail(where, place, f"invalid JSON at column {exc.colno}: {exc.msg}")
     if not isinstance(parts, list):
@@ -131,7 +131,7 @@ def _parts(row: dict[str, Any], where: str) -> list[dict[str, Any]]:
 
 def _input(raw: Any) -> dict[str, Any]:
     try:
-        parsed = json.loads(raw) if isinstance(raw, str) else raw
+        parsed = strict_loads(raw) if isinstance(raw, str) else raw
     except json.JSONDecodeError:
         parsed = None
     return parsed if isinstance(parsed, dict) else {"_raw": raw}

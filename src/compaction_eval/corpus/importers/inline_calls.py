@@ -37,7 +37,12 @@ from typing import Any
 
 _OPEN = re.compile(r"<function=([A-Za-z0-9_.\-]+)>")
 _CLOSE = "</function>"
-_PARAM = re.compile(r"<parameter=([A-Za-z0-9_.\-]+)>(.*?)</parameter>", re.DOTALL)
+# Scanned with find(), left to right, never a lazy `(.*?)</parameter>` regex: that one rescans
+# to the end of the text from every unclosed `<parameter=a>` (80k of them in a 1 MB message
+# took minutes: quadratic). Each character is looked at a bounded number of times.
+_PARAM_OPEN = re.compile(r"<parameter=([A-Za-z0-9_.\-]+)>")
+_PARAM_CLOSE = "</parameter>"
+_OUTSIDE = "the call holds text outside <parameter=...> elements"
 
 
 def has_inline_calls(messages: list[dict[str, Any]]) -> bool:
@@ -61,15 +66,31 @@ def _parse_call(text: str) -> tuple[str, str, dict[str, str]] | str:
         return "<function=...> block without </function>"
     if text[end + len(_CLOSE):].strip():
         return "text after </function>"
-    body = text[start.end():end]
+    params = _parameters(text[start.end():end])
+    if isinstance(params, str):
+        return params
+    return text[: start.start()].rstrip(), start.group(1), params
+
+
+def _parameters(body: str) -> dict[str, str] | str:
+    """The `<parameter=NAME>value</parameter>` elements of a call's body, in linear time, or
+    the reason the body is not only such elements."""
     params: dict[str, str] = {}
-    for m in _PARAM.finditer(body):
+    pos = 0
+    while True:
+        m = _PARAM_OPEN.search(body, pos)
+        gap = body[pos:] if m is None else body[pos:m.start()]
+        if gap.strip():
+            return _OUTSIDE
+        if m is None:
+            return params
+        close = body.find(_PARAM_CLOSE, m.end())
+        if close < 0:
+            return _OUTSIDE  # an unclosed element is text
         if m.group(1) in params:
             return f"parameter {m.group(1)!r} given twice"
-        params[m.group(1)] = _strip_one_newline(m.group(2))
-    if _PARAM.sub("", body).strip():
-        return "the call holds text outside <parameter=...> elements"
-    return text[: start.start()].rstrip(), start.group(1), params
+        params[m.group(1)] = _strip_one_newline(body[m.end():close])
+        pos = close + len(_PARAM_CLOSE)
 
 
 def parse_inline_calls(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:

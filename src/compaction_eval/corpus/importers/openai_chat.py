@@ -29,7 +29,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from compaction_eval.contracts.traces import block_text
+from compaction_eval.contracts.traces import block_text, strict_loads
 from compaction_eval.corpus.importers.common import fail, file_stem, finish, safe_id
 from compaction_eval.corpus.importers.inline_calls import has_inline_calls, parse_inline_calls
 
@@ -300,7 +300,7 @@ def _arguments(raw: Any) -> dict[str, Any]:
         return {}
     if isinstance(raw, str):
         try:
-            parsed = json.loads(raw)
+            parsed = strict_loads(raw)
         except json.JSONDecodeError:
             return {"_raw": raw}
         if isinstance(parsed, dict):

@@ -36,7 +36,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from compaction_eval.contracts.traces import block_text
+from compaction_eval.contracts.traces import block_text, strict_loads
 from compaction_eval.corpus.importers.common import as_dict, fail, file_stem, finish, read_text, safe_id, sniff_jsonl, unique_id
 from compaction_eval.corpus.importers.openai_chat import _arguments, _tools
 
@@ -221,7 +221,7 @@ def convert_file(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = strict_loads(line)
         except json.JSONDecodeError as exc:
             fail(where, f"line {n}, column {exc.colno}", f"invalid JSON: {exc.msg}")
         if not is_record(record):

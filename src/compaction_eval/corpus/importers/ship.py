@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from compaction_eval.contracts.problems import ContractError, Problem
-from compaction_eval.contracts.traces import validate_trace
+from compaction_eval.contracts.traces import parse_json_text, validate_trace
 from compaction_eval.corpus.importers import convert_all
 from compaction_eval.corpus.redact import redact_trace
 
@@ -227,7 +227,7 @@ def _resolved(data: Path) -> dict[str, bool]:
     summary = data / "mini-swe-agent" / "results_summary.json"
     if not summary.exists():
         return {}
-    doc = json.loads(summary.read_text(encoding="utf-8"))
+    doc = parse_json_text(summary.read_text(encoding="utf-8"), str(summary))
     return {i["instance_id"]: bool(i.get("resolved")) for i in doc.get("instances", []) if "instance_id" in i}
 
 

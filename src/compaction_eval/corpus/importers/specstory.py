@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compaction_eval.contracts.traces import strict_loads
 from compaction_eval.corpus.importers.common import fail, finish, read_text, safe_id, unique_id
 
 NAME = "specstory"
@@ -366,7 +367,7 @@ def _loads(text: str | None) -> Any:
     if text is None:
         return None
     try:
-        return json.loads(text)
+        return strict_loads(text)
     except json.JSONDecodeError:
         return None
 

@@ -16,7 +16,6 @@ probability (the tune part's rate of human "kept" given the literal verdict).
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -26,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from compaction_eval.contracts.labels import Fact
+from compaction_eval.contracts.traces import parse_json_text
 from compaction_eval.recall.matching.literal import SummaryText, match_key_sets, path_elsewhere
 from compaction_eval.recall.matching.semantic import (
     HEDGE_CATEGORIES,
@@ -187,7 +187,7 @@ def load_calibration(path: Path | str = MODEL_PATH) -> Calibration:
 
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_json_text(path.read_text(encoding="utf-8"), str(path))
     except (OSError, ValueError) as exc:
         raise ContractError([Problem(str(path), "", f"cannot read calibration: {exc}")]) from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
