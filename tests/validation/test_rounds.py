@@ -50,7 +50,7 @@ def test_record_adds_and_replaces_a_round_and_the_check_names_a_stale_one(tmp_pa
 
 @pytest.mark.parametrize(
     "content, place",
-    [("{not json", ""), ('{"schema": "x", "rounds": []}', "schema"),
+    [("{not json", "line 1 column 2"), ('{"schema": "x", "rounds": []}', "schema"),
      ('{"schema": "compaction-eval/blind-rounds@1", "rounds": [{"round": 1}]}', "rounds[0].split"),
      ('{"schema": "compaction-eval/blind-rounds@1", "rounds": [{"round": 1, "split": "r", "frozen_at": "a", "n": 3,'
       ' "traces": 1, "kappa": 0.5, "kappa_ci": null, "keys_kappa": 0.4, "test": {"n": 4}}]}', "rounds[0].test")],
