@@ -113,3 +113,22 @@ def test_a_cache_inside_a_git_work_tree_is_refused_unless_named(tmp_path):
 def test_the_default_cache_is_the_user_cache_directory_not_the_working_directory(tmp_path):
     assert cachefiles.default_cache_root({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "compaction-eval"
     assert cachefiles.default_cache_root({cachefiles.CACHE_ENV: str(tmp_path / "mine"), "XDG_CACHE_HOME": "x"}) == tmp_path / "mine"
+
+
+def test_an_agent_answer_with_tool_calls_is_data_and_is_reused():
+    """A tool call is a plain dataclass, not a pydantic model: the data-only unpickler builds
+    it (before, every cached agent turn with a tool call was refused and paid for again)."""
+    from inspect_ai.tool import ToolCall
+
+    output = ModelOutput.for_tool_call(model="m", tool_name="bash", tool_arguments={"cmd": "ls"})
+    expiry, loaded = cachefiles.load_entry(pickle.dumps((None, output)))
+    assert expiry is None and loaded == output
+    assert isinstance(loaded.choices[0].message.tool_calls[0], ToolCall)
+
+
+
+def test_an_inspect_class_that_is_not_data_is_refused():
+    from inspect_ai.model import Model
+
+    with pytest.raises(pickle.UnpicklingError, match="is not data"):
+        cachefiles.load_entry(pickle.dumps((None, Model)))

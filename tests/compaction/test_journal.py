@@ -133,13 +133,18 @@ def test_a_damaged_entry_is_ignored_and_the_question_asked_again(paid, tmp_path,
     assert why is None and b"#2" in body
 
 
-def test_an_answer_holding_a_credential_is_not_journaled(paid, tmp_path, monkeypatch, caplog):
-    monkeypatch.setenv("PAIDTEST_API_KEY", "what failed?")  # the answer will contain it
-    with caplog.at_level(logging.WARNING, logger="compaction_eval.compaction.journal"):
-        ask(paid, "what failed?")
-    assert files(journal_root(), f"*{SUFFIX}") == []
-    assert "PAIDTEST_API_KEY" in caplog.text and "what failed?" not in caplog.text
-    assert len(files(inspect_cache(tmp_path), "*")) == 1  # inspect's cache is untouched
+def test_an_answer_holding_a_credential_is_stored_without_it(paid, tmp_path, monkeypatch):
+    """The provider's answer is cleaned where the provider hands it over (compaction.session's
+    guard, the innermost wrapper): the journal, inspect's cache and the caller see the
+    credential replaced, never its value."""
+    secret = "sk-paidtest-0123456789"
+    monkeypatch.setenv("PAIDTEST_API_KEY", secret)
+    output = ask(paid, f"echo {secret}")  # the answer would contain it
+    assert secret not in output.completion and "[REDACTED:credential]" in output.completion
+    [entry] = files(journal_root(), f"*{SUFFIX}")
+    assert secret.encode() not in entry.read_bytes() and b"[REDACTED:credential]" in entry.read_bytes()
+    [cached] = files(inspect_cache(tmp_path), "*")
+    assert secret.encode() not in cached.read_bytes()
 
 
 def test_temporary_files_of_killed_writers_are_swept_and_never_read(paid, tmp_path):

@@ -114,3 +114,37 @@ def test_a_review_of_several_traces_applies_to_a_gold_folder_one_file_per_trace(
     written = sorted(gold.glob("*.yaml"))
     assert len(written) == 2
     assert {load_gold_file(p).trace for p in written} == {e["trace"] for e in doc["summaries"]}
+
+
+def test_a_review_of_a_run_with_tail_only_facts_applies_once_filled_in(tmp_path, capsys):
+    """A fact whose sources all lie in the kept tail is not scored by the run, but a gold
+    summary is judged on every expected fact: the review asks for it, so the file the review
+    wrote applies once its open judgments are filled in (it failed before, naming the
+    tail-only facts as expected but not judged)."""
+    from compaction_eval.cli.main import main
+    from conftest import real_trace
+
+    trace = "rollout-2025-09-16T14-12-31-613a9a68-8816-40b2-a2d4-041ade599da6"
+    labels = ROOT / "labels" / "real" / f"{trace}.yaml"
+    assert main(["recall", "--traces", str(real_trace(trace)), "--labels", str(labels), "--prompts", str(ROOT / "prompts" / "terse.j2"),
+                 "--out", str(tmp_path), "--run", "r", "-q"]) == 0
+    results = json.loads((tmp_path / "r" / "results.json").read_text())
+    from compaction_eval.contracts.labels import load_labels
+
+    lab = load_labels(labels)
+    tail_only = {(s["point"], f.id) for s in results["samples"] for f in lab.expected(s["point"])} - {
+        (s["point"], f["id"]) for s in results["samples"] for f in s["facts"]}
+    assert tail_only, "the trace no longer has tail-only facts: the test would prove nothing"
+    assert main(["review", str(tmp_path / "r")]) == 0
+    doc = yaml.safe_load((tmp_path / "r" / "review.yaml").read_text())
+    asked = {(e["point"], f["id"]) for e in doc["summaries"] for f in e["facts"] if f["scorer"] == "not scored"}
+    reviewed_points = {e["point"] for e in doc["summaries"]}
+    assert asked == {(p, f) for p, f in tail_only if p in reviewed_points} and asked
+    for e in doc["summaries"]:
+        for f in e["facts"]:
+            if f.get("judgment") is None:
+                f["judgment"], f["reason"] = "lost", "not in the summary text"
+    (tmp_path / "filled.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    capsys.readouterr()
+    assert main(["review", str(tmp_path / "r"), "--apply", str(tmp_path / "filled.yaml"), "--gold", str(tmp_path / "gold")]) == 0
+    assert len(load_gold(tmp_path / "gold")[0].summaries) == len(doc["summaries"])

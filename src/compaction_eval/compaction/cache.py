@@ -91,6 +91,9 @@ def install_journal(model: Model) -> None:
     config=)` from one place, right after its own cache lookup missed; the key is inspect's
     own `CacheEntry` key for the same call (checked by tests/compaction/test_journal.py).
     """
+    from compaction_eval.compaction.session import guard_provider
+
+    guard_provider(model)  # innermost: the journal stores the cleaned answer
     api = model.api
     if getattr(api, _INSTALLED, False):
         return

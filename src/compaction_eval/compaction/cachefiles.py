@@ -25,6 +25,7 @@ the same model; never for code, and never beyond a `ModelOutput`'s fields.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import io
 import logging
@@ -149,7 +150,8 @@ _DATETIME = {("datetime", n): c for n, c in (("datetime", datetime), ("timezone"
 
 
 class _DataOnly(pickle.Unpickler):
-    """Builds inspect's pydantic models and enums and datetime values; nothing callable else."""
+    """Builds inspect's data classes (pydantic models, enums, plain dataclasses such as a tool
+    call) and datetime values; nothing callable else."""
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in _DATETIME:
@@ -159,6 +161,11 @@ class _DataOnly(pickle.Unpickler):
 
             found = getattr(__import__(module, fromlist=[name]), name, None)
             if isinstance(found, type) and issubclass(found, (BaseModel, enum.Enum)):
+                return found
+            # A dataclass is rebuilt without calling its __init__ (pickle sets its fields);
+            # one that customises unpickling could run code, so it is not data.
+            if isinstance(found, type) and dataclasses.is_dataclass(found) and not any(
+                    hook in found.__dict__ for hook in ("__setstate__", "__reduce__", "__reduce_ex__")):
                 return found
         raise pickle.UnpicklingError(f"{module}.{name} is not data: refused")
 

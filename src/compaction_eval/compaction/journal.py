@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from compaction_eval.compaction.cachefiles import MAX_ENTRY_BYTES, open_regular
+from compaction_eval.contracts.credentials import credentials_in
 from compaction_eval.contracts.runfiles import pid_alive
 
 if TYPE_CHECKING:
@@ -53,8 +54,6 @@ SUFFIX = ".answer"
 JOURNAL_DIR = "compaction-eval-answers"  # beside inspect's `generate/` cache folder
 LOG = logging.getLogger("compaction_eval.compaction.journal")
 
-# Environment variables whose values are credentials: never written into the journal.
-_CREDENTIAL_NAME = re.compile(r"API_?KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH", re.IGNORECASE)
 _SAFE_MODEL = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -95,15 +94,6 @@ def model_folder(model: str) -> str:
     if readable == model.replace("/", "--"):
         return readable
     return f"{readable}-{hashlib.sha256(model.encode('utf-8')).hexdigest()[:12]}"
-
-
-def credentials_in(data: bytes) -> list[str]:
-    """Names of environment variables holding credentials whose value occurs in `data`."""
-    found = []
-    for name, value in os.environ.items():
-        if len(value) >= 8 and _CREDENTIAL_NAME.search(name) and value.encode("utf-8") in data:
-            found.append(name)
-    return found
 
 
 def encode_entry(model: str, key: str, output_json: bytes, expires: float | None) -> bytes:

@@ -645,7 +645,7 @@ def note_answer(model: str, input: Sequence[Any], tools: Sequence[Any], tool_cho
     """Append a real model's answer to the recording, before the caller sees it (so the harness
     never acts on an answer that is not on disk). Stand-ins, recordings, errors and
     content-filter stops are not recorded; nor is an answer holding a credential's value."""
-    from compaction_eval.compaction.journal import credentials_in
+    from compaction_eval.contracts.credentials import credentials_in
     from compaction_eval.contracts.settings import is_stand_in
 
     recorder = RECORDER
@@ -669,7 +669,9 @@ def install_recorder(model: Any) -> None:
     wrapper notes the calls it serves itself (`compaction.cache.install_journal`), so each
     answer is noted once."""
     from compaction_eval.compaction.cache import journaled_call
+    from compaction_eval.compaction.session import guard_provider
 
+    guard_provider(model)  # innermost: the recording holds the cleaned answer
     api = model.api
     if getattr(api, _HOOKED, False):
         return

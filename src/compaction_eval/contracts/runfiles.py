@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypedDict
 
+from compaction_eval.contracts.credentials import scrub_credentials
 from compaction_eval.contracts.problems import ContractError, Problem
 
 SCHEMA = "compaction-eval/results@1"
@@ -231,14 +232,44 @@ def _umask() -> int:
     return mask
 
 
-def write_text_atomic(path: Path, text: str | Iterable[str]) -> None:
+# What every file written here goes through. The credential values of the environment are
+# always replaced (contracts.credentials); a redacting model session (`--redact`,
+# compaction.session) adds its redaction of secret shapes, for text and for JSON data, so a
+# command added later writes redacted files by writing through here.
+_REDACT_TEXT: Callable[[str], str] | None = None
+_REDACT_DATA: Callable[[Any], Any] | None = None
+
+
+def set_write_redaction(text: Callable[[str], str] | None, data: Callable[[Any], Any] | None) -> None:
+    """Redact every text (`text`) and JSON document (`data`) written from now on (None: stop)."""
+    global _REDACT_TEXT, _REDACT_DATA
+    _REDACT_TEXT, _REDACT_DATA = text, data
+
+
+def clean_text(text: str) -> str:
+    """`text` as it may be written: credentials replaced, redacted when the session redacts."""
+    if _REDACT_TEXT is not None:
+        text = _REDACT_TEXT(text)
+    return scrub_credentials(text)
+
+
+def clean_data(data: Any) -> Any:
+    """A JSON document as it may be written (redacted value by value: the encoding stays valid)."""
+    return _REDACT_DATA(data) if _REDACT_DATA is not None else data
+
+
+def write_text_atomic(path: Path, text: str | Iterable[str], *, cleaned: bool = False) -> None:
     """Write text (one string, or its pieces in order) to a temp file in the same
     directory, then rename over `path`.
 
-    The file gets the mode of a normally created file (0644 under the usual umask), not
-    the 0600 of a temporary file: reports and results are meant to be shared.
+    The text is cleaned first (`clean_text`; pieces are joined for that, unless the caller
+    says they are `cleaned` already). The file gets the mode of a normally created file
+    (0644 under the usual umask), not the 0600 of a temporary file: reports and results are
+    meant to be shared.
     """
     path = Path(path)
+    if not cleaned:
+        text = clean_text(text if isinstance(text, str) else "".join(text))
     if path.is_dir():  # `--markdown DIR`, `report --out DIR`: one located line, not IsADirectoryError
         raise ContractError([Problem(str(path), "", "is a directory: name a file to write")])
     ensure_directory(path.parent)
@@ -275,7 +306,8 @@ class SpooledList:
     def append(self, item: Any) -> None:
         # Items sit two levels deep (document, key); a JSON string never holds a raw
         # newline, so every newline of the encoding starts a line to indent.
-        self._file.write((",\n  " if self.count else "  ") + _dumps(item).replace("\n", "\n  "))
+        encoded = clean_text(_dumps(clean_data(item)))
+        self._file.write((",\n  " if self.count else "  ") + encoded.replace("\n", "\n  "))
         self.count += 1
 
     def __len__(self) -> int:
@@ -307,11 +339,12 @@ def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON atomically (see write_text_atomic); NaN and Infinity are refused.
     Top-level `SpooledList` values are copied from their files, not held as text."""
     if not (isinstance(data, dict) and any(isinstance(v, SpooledList) for v in data.values())):
-        write_text_atomic(path, _dumps(data) + "\n")
+        write_text_atomic(path, clean_text(_dumps(clean_data(data)) + "\n"), cleaned=True)
         return
-    # Each spooled list is encoded as a unique placeholder string, then spliced in.
+    # Each spooled list is encoded as a unique placeholder string, then spliced in (its items
+    # were cleaned as they were spooled).
     marks = {key: f"\x00spooled {key} {uuid.uuid4().hex}" for key, v in data.items() if isinstance(v, SpooledList)}
-    text = _dumps({k: marks.get(k, v) for k, v in data.items()}) + "\n"
+    text = clean_text(_dumps(clean_data({k: marks.get(k, v) for k, v in data.items()})) + "\n")
 
     def pieces() -> Iterator[str]:
         rest = text
@@ -321,7 +354,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
             yield from data[key].chunks()
         yield rest
 
-    write_text_atomic(path, pieces())
+    write_text_atomic(path, pieces(), cleaned=True)
 
 
 LOGS_DIR = "logs"  # under --out: inspect's logs of every run, kept whether the run failed or not

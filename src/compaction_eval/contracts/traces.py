@@ -15,6 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from compaction_eval.contracts.credentials import scrub_data
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.tokens import count_many
 
@@ -234,14 +235,18 @@ def parse_json_text(text: str, where: str) -> Any:
 
 
 def read_json_file(path: Path) -> Any:
-    """Parse a `.json` or `.json.gz` file; a parse error becomes a ContractError with line."""
+    """Parse a `.json` or `.json.gz` file; a parse error becomes a ContractError with line.
+
+    The values of the environment's credentials are replaced as the text is read
+    (`contracts.credentials`): a trace that holds the user's own API key must not carry it
+    into requests, inspect's log or anything a run writes."""
     where = str(path)
     raw = read_trace_bytes(path)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ContractError([Problem(where, f"byte {exc.start}", "not UTF-8")]) from None
-    return parse_json_text(text, where)
+    return scrub_data(parse_json_text(text, where))
 
 
 def validate_trace(data: Any, where: str) -> list[Problem]:

@@ -102,8 +102,7 @@ def run_horizon(config: HorizonConfig, out: Path, *, existing: bool = False) -> 
 
 
 def _run_into(config: HorizonConfig, directory: Path, final: Path) -> dict[str, Any]:
-    from inspect_ai import eval as inspect_eval
-
+    from compaction_eval.compaction.session import bounded_model, eval_or_interrupt  # inspect's eval, Ctrl-C kept
     from compaction_eval.horizon.task import horizon_task_settings, long_horizon
 
     ids = config.worlds or world_ids()
@@ -116,8 +115,8 @@ def _run_into(config: HorizonConfig, directory: Path, final: Path) -> dict[str, 
     # `inspect view` and `inspect eval-retry` find them; a run that succeeds also holds them
     # in its run directory (hard-linked where possible).
     log_dir = kept_log_dir(final) / LOG_SUBDIR
-    logs = inspect_eval(
-        tasks, model=config.model, model_roles={"compactor": config.compactor}, log_dir=str(log_dir),
+    logs = eval_or_interrupt(
+        tasks, model=bounded_model(config.model), model_roles={"compactor": bounded_model(config.compactor)}, log_dir=str(log_dir),
         display=config.display, max_samples=config.max_samples, max_tasks=1, fail_on_error=True, score_display=False,
         # inspect retries forever by default: a real provider's outage must end the run
         max_retries=4, **request_limits(120, 4), retry_on_error=1,

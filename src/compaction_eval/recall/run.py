@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from compaction_eval.compaction.recorded import MissingAnswers
 from compaction_eval.compaction.recorded import provenance as recorded_provenance
+from compaction_eval.compaction.session import provider_args, redacting
 from compaction_eval.contracts.paths import DEFAULTS, resolve_inputs
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import load_candidates, require_span
@@ -359,6 +360,8 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
     given = {kind: [str(p) for p in getattr(config, kind)] for kind in ("traces", "labels", "prompts")}
     resolved = {kind: [hf_absolute(p) if is_hf(p) else str(p.resolve()) for p in _resolve(paths, kind)] for kind, paths in given.items()}
     config = replace(config, traces=resolved["traces"], labels=resolved["labels"], prompts=resolved["prompts"])
+    if redacting():  # a command run with --redact redacts every recall run it makes (tune's rounds too)
+        config = replace(config, redact=True)
     corpus = load_corpus(config.traces, config.labels, points=config.points)
     from_hf = any(map(is_hf, [*config.traces, *config.labels]))
     if from_hf and config.redact:
@@ -372,10 +375,10 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
     if on_plan is not None:
         on_plan(sum(1 for _ in corpus.samples()) * len(candidates) * config.epochs)
     corpus_summary = corpus_stats(corpus)
-    from inspect_ai import eval as inspect_eval  # slow import: only when something runs
     from inspect_ai.model import get_model
 
     from compaction_eval.compaction.cache import warm_up
+    from compaction_eval.compaction.session import eval_or_interrupt  # inspect's eval, Ctrl-C kept
     from compaction_eval.recall.task import fact_recall
 
     # inspect's log is written where it stays, failed or not, so `inspect view` and
@@ -417,11 +420,7 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
         )
         if real:
             warm_up(config.model)  # nothing the first answers would wait for on the event loop
-        model_args = dict(config.model_args)
-        if config.model.startswith("anthropic/"):
-            # The SDK retries on its own (twice by default) under inspect's retries, so
-            # `max_retries` would multiply: leave retrying to inspect alone.
-            model_args.setdefault("max_retries", 0)
+        model_args = provider_args(config.model, dict(config.model_args))
         model = get_model(config.model, **model_args) if model_args else config.model
         extra: dict[str, Any] = {}
         # inspect's live views cost CPU on every sample: the live metrics deep-copy every
@@ -441,7 +440,7 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
             extra["extra_headers"] = cache_scope(config)
             if config.batch:
                 extra["batch"] = True
-        logs = inspect_eval(
+        logs = eval_or_interrupt(
             task,
             model=model,
             log_dir=str(log_dir),

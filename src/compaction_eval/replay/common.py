@@ -35,11 +35,9 @@ TEXT_BASH_TOOL = ToolInfo(
 
 def open_model(name: str, *, max_retries: int = 4, timeout: int = 120, model_args: dict[str, Any] | None = None) -> Model:
     """The inspect model `name` with bounded retries (inspect's are unbounded by default)."""
-    args = dict(model_args or {})
-    if name.startswith("anthropic/"):
-        # the SDK retries on its own under inspect's retries: leave retrying to inspect
-        args.setdefault("max_retries", 0)
-    return get_model(name, config=GenerateConfig(max_retries=max_retries, timeout=timeout), **args)
+    from compaction_eval.compaction.session import provider_args
+
+    return get_model(name, config=GenerateConfig(max_retries=max_retries, timeout=timeout), **provider_args(name, model_args))
 
 
 def trace_tools(trace: Trace) -> list[ToolInfo]:

@@ -195,15 +195,14 @@ def _measure_recall(config: TuneConfig, paths: dict[str, Path], run_dir: Path) -
 
 def _measure_completion(config: TuneConfig, names: list[str], prompts_dir: Path, log_dir: Path) -> dict[str, tuple[float, tuple[float, float]]]:
     """Completion rate of configuration `full` with each named prompt (one inspect run)."""
-    from inspect_ai import eval as inspect_eval
-
+    from compaction_eval.compaction.session import bounded_model, eval_or_interrupt  # inspect's eval, Ctrl-C kept
     from compaction_eval.horizon.measure import config_summary, sample_record
     from compaction_eval.horizon.prices import PRICES, price_for
     from compaction_eval.horizon.task import horizon_task_settings, long_horizon
 
     tasks = [long_horizon(config="full", worlds=config.worlds, size=config.size, prompt=n, prompts_dir=str(prompts_dir.resolve()),
                           compactor=config.model, **horizon_task_settings(config.horizon_compaction)) for n in names]
-    logs = inspect_eval(tasks, model=config.agent, model_roles={"compactor": config.model}, log_dir=str(log_dir),
+    logs = eval_or_interrupt(tasks, model=bounded_model(config.agent), model_roles={"compactor": bounded_model(config.model)}, log_dir=str(log_dir),
                         display="none", max_tasks=1, fail_on_error=True, score_display=False)
     _, price = price_for(config.agent, dict(PRICES))
     out = {}

@@ -228,23 +228,42 @@ def scripted_revision(request: str) -> str:
 
 
 def _ask_model(config: OptimizeConfig, request: str, log_dir: Path) -> str:
-    """One optimiser call through inspect; the run's status is checked."""
+    """One optimiser call through inspect; the run's status is checked. The call is cached and
+    journaled like every paid call (a resumed `tune --optimize` does not pay for a proposal
+    twice)."""
     from inspect_ai import Task
-    from inspect_ai import eval as inspect_eval
     from inspect_ai.dataset import Sample
-    from inspect_ai.model import get_model
-    from inspect_ai.solver import generate
 
-    args: dict[str, Any] = {"max_retries": 0} if config.optimiser.startswith("anthropic/") else {}
-    model = get_model(config.optimiser, **args) if args else config.optimiser
-    task = Task(dataset=[Sample(input=request, id="optimiser")], solver=generate(), name="prompt-optimiser")
-    logs = inspect_eval(task, model=model, log_dir=str(log_dir), display="none", max_retries=config.max_retries,
-                        timeout=config.timeout, fail_on_error=True, score_display=False)
+    from compaction_eval.compaction.session import bounded_model, eval_or_interrupt
+
+    model = bounded_model(config.optimiser)
+    task = Task(dataset=[Sample(input=request, id="optimiser")], solver=_cached_generate(), name="prompt-optimiser")
+    logs = eval_or_interrupt(task, model=model, log_dir=str(log_dir), display="none", max_retries=config.max_retries,
+                             timeout=config.timeout, fail_on_error=True, score_display=False)
     log = logs[0]
     if log.status != "success" or not log.samples:
         message = log.error.message if log.error else log.status
         raise RuntimeError(f"optimiser run failed ({log.status}): {str(message).splitlines()[0] if message else ''}")
     return log.samples[0].output.completion
+
+
+def _cached_generate() -> Any:
+    """The `generate()` solver of inspect, through `generate_cached`."""
+    from inspect_ai.model import GenerateConfig, get_model
+    from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+    from compaction_eval.compaction.cache import generate_cached
+
+    @solver(name="cached_generate")
+    def cached_generate() -> Solver:
+        async def solve(state: TaskState, generate: Generate) -> TaskState:
+            state.output = await generate_cached(get_model(), state.messages, config=GenerateConfig())
+            state.messages.append(state.output.message)
+            return state
+
+        return solve
+
+    return cached_generate()
 
 
 # ----------------------------------------------------------------------------- the loop

@@ -250,7 +250,9 @@ def validate_all(gold_dir: Any, model: Any = None, judge_model: Any = None,
     result["headline"] = headline(gold, items, resamples, rounds)
     if judge_model is None:
         return result
-    parts = blind_parts(gold, rounds)
+    # A gold set with no blind round and no test part (a user's own) is judged whole: the
+    # judge was tuned on none of it. Before, it judged nothing and the command said nothing.
+    parts = blind_parts(gold, rounds) or [(ALL_GOLD, lambda split, trace: True)]
     judged_gold = [g for g in (_only(g, lambda split, trace: any(keep(split, trace) for _n, keep in parts)) for g in gold) if g.summaries]
     judged = judge_gold(judged_gold, judge_model) if judged_gold else {}
     if judged:
@@ -274,6 +276,9 @@ def validate_all(gold_dir: Any, model: Any = None, judge_model: Any = None,
 
 # rated verdicts of each blind round's table: (key in the table, Item.predicted name)
 ROUND_RATERS = (("judge", "judge"), ("judge_checked", "judge_checked"), ("matcher", "default"))
+
+
+ALL_GOLD = "all gold summaries"
 
 
 def blind_parts(gold: Sequence[GoldFile], rounds: Sequence[dict[str, Any]]) -> list[tuple[str, Callable[[str, str], bool]]]:
@@ -363,7 +368,7 @@ def _judged_part(gold: Sequence[GoldFile], rounds: Sequence[dict[str, Any]]) -> 
 
     last = last_measured(rounds)
     if last is None:
-        return "nothing (no test part, no recorded blind round)", lambda split: False
+        return ALL_GOLD + " (no test part, no recorded blind round)", lambda split: True
     return f"round {last['round']} test part (split: {last['split']})", lambda split: split == last["split"]
 
 

@@ -482,7 +482,9 @@ def _model(model: Any) -> Any:
 
     # not memoized: inspect keeps one client per model name, bound to the endpoint (base URL,
     # key) of the environment it was first made in; a command reads its environment afresh
-    return get_model(model, memoize=False) if isinstance(model, str) else model
+    from compaction_eval.compaction.session import provider_args
+
+    return get_model(model, memoize=False, **provider_args(model)) if isinstance(model, str) else model
 
 
 def judge_gold(gold: Sequence[GoldFile], model: Any) -> dict[tuple[str, str], dict]:

@@ -91,6 +91,17 @@ def review_file(results: dict[str, Any]) -> dict[str, Any]:
             else:
                 row |= {"judgment": row["scorer"], "from": "scorer", "reason": "scorer verdict, not uncertain: check it"}
             facts.append(row)
+        # A gold summary is judged on every fact expected at its point; the run did not score
+        # the facts whose sources all lie in the kept tail (they reach the agent verbatim), so
+        # they are asked here, judged on the summary text alone.
+        lab = labels.get(s["trace"])
+        scored = {f["id"] for f in s["facts"]}
+        for fact in lab.expected(s["point"]) if lab is not None else []:
+            if fact.id not in scored:
+                facts.append({"id": fact.id, "category": fact.category, "text": fact.text, "keys": list(fact.keys),
+                              "scorer": "not scored", "probability": None,
+                              "units": ["its sources are in the kept tail: the run did not score it; judge the summary text alone"],
+                              "uncertain": True, "judgment": None, "reason": ""})
         entries.append({
             "id": f"review-{s['prompt']}-{s['trace']}-{s['point']}-e{s.get('epoch', 1)}",
             "trace": s["trace"], "labels": _labels_file(labels, s["trace"]), "point": s["point"], "prompt": s["prompt"],

@@ -22,6 +22,7 @@ from typing import Any
 
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, Model
 
+from compaction_eval.compaction.cache import generate_cached
 from compaction_eval.contracts.labels import EXACT_CATEGORIES, Fact
 from compaction_eval.recall.matching.normalize import normalize
 from compaction_eval.recall.matching.semantic import (
@@ -116,7 +117,10 @@ async def judge_facts(model: Model, summary: str, facts: list[Fact]) -> dict[str
     """
     if not facts:
         return {}
-    output = await model.generate(
+    # Cached and journaled like a compaction: a rerun or a run resumed after a kill does not
+    # pay for a verdict twice.
+    output = await generate_cached(
+        model,
         [ChatMessageSystem(content=SYSTEM), ChatMessageUser(content=build_prompt(summary, facts))],
         config=GenerateConfig(temperature=0.0),
     )
