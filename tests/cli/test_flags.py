@@ -77,6 +77,11 @@ def test_format_json_on_lint_baseline_list_and_review(tmp_path, capsys):
     assert main(["lint", str(bad), "--traces", str(TRACE.parent), "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert not doc["ok"] and doc["problems"][0]["file"] == str(bad)
+    prompt = tmp_path / "bad.j2"  # a prompt's problems are in the document, not printed before it
+    prompt.write_text("{{ undefined_variable }}\n")
+    assert main(["lint", str(prompt), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert not doc["ok"] and doc["prompts"] == 1 and doc["problems"][0]["file"] == str(prompt)
 
     assert main(["baseline", "list", "--root", str(ROOT / "results" / "baselines"), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)

@@ -6,6 +6,7 @@ from collections import Counter
 
 import pytest
 
+from compaction_eval.contracts.problems import ContractError
 from compaction_eval.contracts.tokens import count_tokens
 from compaction_eval.horizon.worlds import get_world, world_ids
 from compaction_eval.horizon.worlds.registry import SIZES
@@ -83,3 +84,18 @@ def test_tools_behave_like_a_workspace():
     out = w.call("grep", {"pattern": "fetch", "path": "src/vendor"})
     assert out.splitlines()[-1].startswith("grep: ") and "matches in src/vendor/" in out
     assert "error: missing argument" in w.call("grep", {})
+
+
+
+def test_an_unknown_world_is_one_located_line_and_nothing_is_written(tmp_path, capsys):
+    from compaction_eval.cli.main import main
+
+    assert main(["horizon", "--worlds", "dep-upgrade", "-q", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"compaction-eval: error: --worlds: unknown world 'dep-upgrade': known are {', '.join(world_ids())}"
+    assert not any(tmp_path.iterdir())
+
+
+def test_an_unknown_size_is_a_located_problem():
+    with pytest.raises(ContractError, match="unknown world size 'huge'"):
+        get_world("build-01", "huge")

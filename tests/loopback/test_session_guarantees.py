@@ -217,12 +217,19 @@ def _wait(condition, proc: subprocess.Popen, what: str) -> None:
         time.sleep(0.02)
 
 
+# A command started from a terminal receives Ctrl-C; one started in the background of a
+# non-interactive shell (as a test runner may be) inherits SIGINT ignored, and Python then
+# leaves it ignored. The command is run as from a terminal: SIGINT restored, then exec.
+AS_IN_A_TERMINAL = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                    "os.execv(sys.executable, [sys.executable, '-m', 'compaction_eval.cli.main', *sys.argv[1:]])")
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_ctrl_c_during_a_model_call_is_one_line_and_exit_130(command, loopback, tmp_path):
     _inputs(tmp_path)
     loopback.faults.always("hang")  # every request is held: the command is waiting on one at the interrupt
     start = len(loopback.requests)
-    proc = subprocess.Popen([sys.executable, "-m", "compaction_eval.cli.main", *argv(command, tmp_path)],
+    proc = subprocess.Popen([sys.executable, "-c", AS_IN_A_TERMINAL, *argv(command, tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_env(loopback, tmp_path))
     try:
         _wait(lambda: any(r.get("fault") == "hang" for r in loopback.requests[start:]), proc, "a held request")

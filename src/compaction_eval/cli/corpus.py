@@ -17,7 +17,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
     given = [Path(p) for p in args.paths]
     # prompt templates (.j2, and those in a given folder) get the prompt lint (cli/prompts.py)
-    n_prompts, problems = lint_prompt_files(given, shape=args.shape)
+    n_prompts, problems = lint_prompt_files(given, shape=args.shape, show=getattr(args, "format", "text") != "json")
     paths = [p for p in given if p.suffix != ".j2"] if given else [Path(p) for p in (*DEFAULT_TRACES, *DEFAULT_LABELS)]
     traces = labels = 0
     skipped: list[Path] = []

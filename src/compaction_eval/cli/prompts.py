@@ -143,9 +143,11 @@ def cmd_docs(args: argparse.Namespace) -> int:
     return 0
 
 
-def lint_prompt_files(paths: list[Path], *, shape: str) -> tuple[int, list[Problem]]:
+def lint_prompt_files(paths: list[Path], *, shape: str, show: bool = True) -> tuple[int, list[Problem]]:
     """The prompt lint of `lint` (compaction/promptlint.py): problems printed on stdout as
-    lint prints them, warnings and notes on stderr; returns (prompts linted, problems)."""
+    lint prints them (unless not `show`: `--format json` prints only its document there),
+    warnings and notes on stderr; returns (prompts linted, problems)."""
+    from compaction_eval.cli.common import terminal_safe
     from compaction_eval.compaction.promptlint import lint_prompt, prompt_files
 
     files = prompt_files(paths)
@@ -153,8 +155,8 @@ def lint_prompt_files(paths: list[Path], *, shape: str) -> tuple[int, list[Probl
     for f in files:
         found = lint_prompt(f, shape=shape)  # type: ignore[arg-type]
         problems += found.problems
-        for p in found.problems:
-            print(p)
+        for p in found.problems if show else []:
+            print(terminal_safe(str(p)))
         for line in [*found.warnings, *found.notes]:
             print(line, file=sys.stderr)
     return len(files), problems

@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from compaction_eval.contracts.credentials import scrub_data
+from compaction_eval.contracts.credentials import credentials_in, scrub_data
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.tokens import count_many
 
@@ -246,7 +246,8 @@ def read_json_file(path: Path) -> Any:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ContractError([Problem(where, f"byte {exc.start}", "not UTF-8")]) from None
-    return scrub_data(parse_json_text(text, where))
+    data = parse_json_text(text, where)
+    return scrub_data(data) if credentials_in(text) else data  # the scan of the text is the cheap test
 
 
 def validate_trace(data: Any, where: str) -> list[Problem]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.horizon.worlds import audit, build, query
 from compaction_eval.horizon.worlds.model import World
 
@@ -27,9 +28,9 @@ def world_ids() -> list[str]:
 def get_world(world_id: str, size: str = "small") -> World:
     """The world `world_id` generated at `size`."""
     if size not in SIZES:
-        raise ValueError(f"unknown world size {size!r}: use one of {', '.join(SIZES)}")
+        raise ContractError([Problem("--size", "", f"unknown world size {size!r}: use one of {', '.join(SIZES)}")])
     family, _, number = world_id.partition("-")
     if family not in FAMILIES or not number.isdigit() or not 1 <= int(number) <= PER_FAMILY:
-        raise ValueError(f"unknown world {world_id!r}: known are {', '.join(world_ids())}")
+        raise ContractError([Problem("--worlds", "", f"unknown world {world_id!r}: known are {', '.join(world_ids())}")])
     preset = SIZES[size]
     return FAMILIES[family](int(number) - 1, size, preset["lines"], preset["window"])
