@@ -301,3 +301,25 @@ def test_every_shipped_blind_round_is_found_with_the_judgments_it_recorded():
         found = [s for g in gold for s in g.summaries if keep(s.split, g.trace)]
         assert sum(len(s.facts) for s in found) == r["n"], r["round"]
         assert len({g.trace for g in gold for s in g.summaries if keep(s.split, g.trace)}) == r["traces"]
+
+
+def test_a_gold_set_without_blind_rounds_is_judged_whole(tmp_path):
+    """A user's own gold set (no blind-rounds.json, no test split) was judged on nothing, and
+    validate-matchers --judge-model exited 0 saying nothing; the judge was tuned on none of
+    it, so it is judged whole."""
+    from compaction_eval.validation.matchers import load_gold
+
+    gold = _gold(tmp_path)
+    (gold / "blind-rounds.json").unlink()
+    for f in gold.glob("*.yaml"):
+        f.write_text(f.read_text().replace("split: round2", "split: tune"))
+    summaries = sum(len(g.summaries) for g in load_gold(gold))
+    judge = Judge()
+    with LoopbackServer(judge_script=judge) as server:
+        from inspect_ai.model import get_model
+
+        model = get_model("anthropic/claude-test", base_url=server.url, api_key=DUMMY_KEY, memoize=False)
+        result = validate_all(gold, judge_model=model, resamples=20)
+    assert result["judge_requests"] == len(judge.requests) == summaries > 0
+    assert result["headline"]["judge_on"].startswith("all gold summaries")
+    assert result["headline"]["judge_test"] is not None
