@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -290,9 +291,15 @@ def test_timeout_and_retries_bound_every_command(command, loopback, tmp_path):
     --max-retries retries (decay, probes, tune --optimize and the judge waited on before)."""
     _inputs(tmp_path)
     loopback.faults.always("hang")
+    mark = len(loopback.requests)
     proc = subprocess.run([sys.executable, "-m", "compaction_eval.cli.main", *argv(command, tmp_path), "--timeout", "2", "--max-retries", "0"],
                           capture_output=True, text=True, cwd=tmp_path, env=_env(loopback, tmp_path), timeout=600)
     _failed_cleanly(proc, tmp_path)
+    asked = [r for r in loopback.requests[mark:] if r["path"] == "/v1/messages"]
+    assert asked and all(r.get("fault") == "hang" for r in asked)
+    # --max-retries 0: no retry of a request; the run's one retry of a failed sample (recall,
+    # run, horizon: inspect's retry_on_error=1) asks it once more
+    assert max(Counter(r["request"] for r in asked).values()) <= 2
 
 
 def test_a_persistent_529_is_retried_a_bounded_number_of_times(loopback, tmp_path):

@@ -85,49 +85,44 @@ def journaled_call() -> bool:
 def install_journal(model: Model) -> None:
     """Wrap the provider's `generate` of `model` (once) so that each answer to a cached call
     is journaled before anything else runs, and a journaled answer is returned instead of
-    asking the provider again. Calls made without `generate_cached`'s cache pass straight through.
+    asking the provider again. Calls made without `generate_cached`'s cache pass straight
+    through. The key is inspect's own `CacheEntry` key for the same call (checked by
+    tests/compaction/test_journal.py)."""
+    from compaction_eval.compaction.session import wrap_provider
 
-    inspect 0.3.285 (pinned) calls `model.api.generate(input=, tools=, tool_choice=,
-    config=)` from one place, right after its own cache lookup missed; the key is inspect's
-    own `CacheEntry` key for the same call (checked by tests/compaction/test_journal.py).
-    """
-    from compaction_eval.compaction.session import guard_provider
-
-    guard_provider(model)  # innermost: the journal stores the cleaned answer
     api = model.api
-    if getattr(api, _INSTALLED, False):
-        return
-    provider_generate = api.generate
     name = str(model)
 
-    async def journaled_generate(input: list[ChatMessage], tools: list[Any], tool_choice: Any, config: GenerateConfig) -> Any:
-        policy = _POLICY.get()
-        if policy is None:
-            return await provider_generate(input=input, tools=tools, tool_choice=tool_choice, config=config)
-        from inspect_ai.model._cache import CacheEntry, _parse_expiry
+    def wrap(provider_generate: Callable[..., Any]) -> Callable[..., Any]:
+        async def journaled_generate(input: list[ChatMessage], tools: list[Any], tool_choice: Any, config: GenerateConfig) -> Any:
+            policy = _POLICY.get()
+            if policy is None:
+                return await provider_generate(input=input, tools=tools, tool_choice=tool_choice, config=config)
+            from inspect_ai.model._cache import CacheEntry, _parse_expiry
 
-        key = CacheEntry(base_url=api.base_url, config=config, input=input, model=name, policy=policy,
-                         tool_choice=tool_choice, tools=tools).key
-        journal = open_journal(journal_root())
-        found = journal.get(name, key)
-        if found is not None:
-            recorded.note_answer(name, input, tools, tool_choice, found)
-            return found
-        result = await provider_generate(input=input, tools=tools, tool_choice=tool_choice, config=config)
-        # No await between here and the write: nothing else runs before the answer is on disk.
-        output = result[0] if isinstance(result, tuple) else result
-        recorded.note_answer(name, input, tools, tool_choice, output)
-        # inspect never caches content-filter stops (a retry must ask again): neither do we
-        if isinstance(output, ModelOutput) and not any(c.stop_reason == "content_filter" for c in output.choices):
-            expires = time.time() + _parse_expiry(policy.expiry) if policy.expiry is not None else None
-            journal.put(name, key, output, expires)
-            # Then step back once: answers that arrived together with this one are journaled
-            # before inspect's bookkeeping for any of them (transcript, log buffer) runs.
-            await anyio.lowlevel.checkpoint()
-        return result
+            key = CacheEntry(base_url=api.base_url, config=config, input=input, model=name, policy=policy,
+                             tool_choice=tool_choice, tools=tools).key
+            journal = open_journal(journal_root())
+            found = journal.get(name, key)
+            if found is not None:
+                recorded.note_answer(name, input, tools, tool_choice, found)
+                return found
+            result = await provider_generate(input=input, tools=tools, tool_choice=tool_choice, config=config)
+            # No await between here and the write: nothing else runs before the answer is on disk.
+            output = result[0] if isinstance(result, tuple) else result
+            recorded.note_answer(name, input, tools, tool_choice, output)
+            # inspect never caches content-filter stops (a retry must ask again): neither do we
+            if isinstance(output, ModelOutput) and not any(c.stop_reason == "content_filter" for c in output.choices):
+                expires = time.time() + _parse_expiry(policy.expiry) if policy.expiry is not None else None
+                journal.put(name, key, output, expires)
+                # Then step back once: answers that arrived together with this one are journaled
+                # before inspect's bookkeeping for any of them (transcript, log buffer) runs.
+                await anyio.lowlevel.checkpoint()
+            return result
 
-    api.generate = journaled_generate  # type: ignore[method-assign]
-    setattr(api, _INSTALLED, True)
+        return journaled_generate
+
+    wrap_provider(model, _INSTALLED, wrap)
 
 
 def warm_up(model: str) -> None:

@@ -669,23 +669,20 @@ def install_recorder(model: Any) -> None:
     wrapper notes the calls it serves itself (`compaction.cache.install_journal`), so each
     answer is noted once."""
     from compaction_eval.compaction.cache import journaled_call
-    from compaction_eval.compaction.session import guard_provider
+    from compaction_eval.compaction.session import wrap_provider
 
-    guard_provider(model)  # innermost: the recording holds the cleaned answer
-    api = model.api
-    if getattr(api, _HOOKED, False):
-        return
-    provider_generate = api.generate
     name = str(model)
 
-    async def recorded_generate(input: list[Any], tools: list[Any], tool_choice: Any, config: Any) -> Any:
-        result = await provider_generate(input=input, tools=tools, tool_choice=tool_choice, config=config)
-        if not journaled_call():  # the journal's wrapper notes its own calls
-            note_answer(name, input, tools, tool_choice, result[0] if isinstance(result, tuple) else result)
-        return result
+    def wrap(provider_generate: Any) -> Any:
+        async def recorded_generate(input: list[Any], tools: list[Any], tool_choice: Any, config: Any) -> Any:
+            result = await provider_generate(input=input, tools=tools, tool_choice=tool_choice, config=config)
+            if not journaled_call():  # the journal's wrapper notes its own calls
+                note_answer(name, input, tools, tool_choice, result[0] if isinstance(result, tuple) else result)
+            return result
 
-    api.generate = recorded_generate
-    setattr(api, _HOOKED, True)
+        return recorded_generate
+
+    wrap_provider(model, _HOOKED, wrap)
 
 
 def _register() -> None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -203,26 +204,40 @@ def clean_call(call: Any, redact: bool) -> Any:
     return call.model_copy(update=update) if update else call
 
 
-def guard_provider(model: Any) -> None:
-    """Wrap `model`'s provider `generate` (once) so that every answer is cleaned
-    (`clean_output`) the moment the provider returns it. Installed before any other wrapper
-    of the provider (the answer journal's, the recorder's), so it is the innermost: inspect's
-    cache, its log, the journal and a recording only ever see the cleaned answer."""
+def wrap_provider(model: Any, marker: str, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Replace `model`'s provider `generate` by `wrap(generate)`, once per provider (`marker`
+    names the wrapper). The answer guard (`guard_provider`) is always installed first, so it is
+    the innermost wrapper: inspect's cache and log, the answer journal and a `--record`
+    recording only ever see the cleaned answer, whichever wrapper a command installs first.
+
+    inspect 0.3.285 (pinned) calls `model.api.generate(input=, tools=, tool_choice=, config=)`
+    from one place, right after its own cache lookup missed."""
     api = getattr(model, "api", None)
-    if api is None or getattr(api, _GUARDED, False):
+    if api is None:
         return
-    provider_generate = api.generate
+    if marker != _GUARDED:
+        guard_provider(model)
+    if getattr(api, marker, False):
+        return
+    api.generate = wrap(api.generate)
+    setattr(api, marker, True)
 
-    async def guarded_generate(input: Any, tools: Any, tool_choice: Any, config: Any) -> Any:
-        result = await provider_generate(input=input, tools=tools, tool_choice=tool_choice, config=config)
-        session = SESSION
-        redact = bool(session and session.redact)
-        if isinstance(result, tuple):  # (output, the raw call record inspect logs)
-            return (clean_output(result[0], redact), *(clean_call(c, redact) for c in result[1:]))
-        return clean_output(result, redact)
 
-    api.generate = guarded_generate
-    setattr(api, _GUARDED, True)
+def guard_provider(model: Any) -> None:
+    """Clean every answer of `model` (`clean_output`, `clean_call`) the moment its provider
+    returns it."""
+
+    def wrap(provider_generate: Callable[..., Any]) -> Callable[..., Any]:
+        async def guarded_generate(input: Any, tools: Any, tool_choice: Any, config: Any) -> Any:
+            result = await provider_generate(input=input, tools=tools, tool_choice=tool_choice, config=config)
+            redact = redacting()
+            if isinstance(result, tuple):  # (output, the raw call record inspect logs)
+                return (clean_output(result[0], redact), *(clean_call(c, redact) for c in result[1:]))
+            return clean_output(result, redact)
+
+        return guarded_generate
+
+    wrap_provider(model, _GUARDED, wrap)
 
 
 def install() -> None:
