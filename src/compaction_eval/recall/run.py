@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from compaction_eval.compaction.recorded import MissingAnswers
 from compaction_eval.compaction.recorded import provenance as recorded_provenance
+from compaction_eval.contracts.heap import fix_mmap_threshold
 from compaction_eval.contracts.paths import DEFAULTS, resolve_inputs
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import load_candidates, require_span
@@ -354,6 +355,7 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
     """
     config.check()
     out_dir = check_run_path(out_dir).resolve()
+    fix_mmap_threshold()  # a long run's freed buffers go back to the system (contracts.heap)
     # results.json records where the inputs were read (absolute: a report renders from any
     # directory) and the paths as given (found again when a run directory is moved).
     given = {kind: [str(p) for p in getattr(config, kind)] for kind in ("traces", "labels", "prompts")}
