@@ -361,7 +361,8 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
     given = {kind: [str(p) for p in getattr(config, kind)] for kind in ("traces", "labels", "prompts")}
     resolved = {kind: [hf_absolute(p) if is_hf(p) else str(p.resolve()) for p in _resolve(paths, kind)] for kind, paths in given.items()}
     config = replace(config, traces=resolved["traces"], labels=resolved["labels"], prompts=resolved["prompts"])
-    corpus = load_corpus(config.traces, config.labels, points=config.points)
+    # traces read when used, one at a time: a large corpus is never all in memory (TraceFiles)
+    corpus = load_corpus(config.traces, config.labels, points=config.points, lazy=True)
     from_hf = any(map(is_hf, [*config.traces, *config.labels]))
     if from_hf and config.redact:
         raise ContractError([Problem("--redact", "", "not available with hf: inputs (redact the files, then export them)")])
