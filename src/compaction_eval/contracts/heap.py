@@ -30,31 +30,3 @@ def fix_mmap_threshold() -> bool:
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
-
-
-TRIM_EVERY = 256
-"""Samples between two `trim_now_and_then` trims: a trim costs milliseconds."""
-_calls = 0
-
-
-def trim_now_and_then(every: int = TRIM_EVERY) -> bool:
-    """Every `every`-th call, give the pages of glibc's free heap back to the system
-    (`malloc_trim`); True when it trimmed. Called once per sample by the recall scorer.
-
-    A fixed mmap threshold keeps large buffers out of the heap, but the small objects of
-    finished samples (inspect starts every planned sample at once: about 15 kB each of
-    waiting tasks at the start of a run) are freed between long-lived ones, and glibc only
-    returns free memory at the top of its heap by itself: at 3,000 samples of a
-    10,000-sample run, 116 MB of it was free but resident. Elsewhere (macOS, musl): nothing.
-    """
-    global _calls
-    _calls += 1
-    if _calls % every:
-        return False
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):  # not glibc
-        return False
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    trim(0)
-    return True

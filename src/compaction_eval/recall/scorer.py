@@ -9,7 +9,6 @@ from inspect_ai.scorer import Score, Scorer, grouped, mean, scorer, stderr
 from inspect_ai.solver import TaskState
 
 from compaction_eval.compaction.cache import off_the_loop
-from compaction_eval.contracts.heap import trim_now_and_then
 from compaction_eval.contracts.labels import Labels
 from compaction_eval.contracts.settings import is_stand_in
 from compaction_eval.contracts.traces import Trace
@@ -115,7 +114,6 @@ def fact_recall(judge_model: str | None = None) -> Scorer:
         # metric when it aggregates). A Score of numbers and a headline is what grows with
         # the run; the summary itself is the sample's output.
         state.store.set(EXPLANATION_KEY, explain(on_summary, in_scope))
-        trim_now_and_then()  # what finished samples freed goes back to the system (contracts.heap)
         state.store.set(VERDICTS_KEY, {
             "summary_score": detail,
             "context_score": {
