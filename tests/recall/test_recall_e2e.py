@@ -83,7 +83,9 @@ def test_results_follow_the_contract(small_run):
 
 def test_the_runs_inspect_log_shows_recall_per_prompt_and_what_each_sample_lost(small_run):
     """What `inspect view` shows of a run (offline runs skip inspect's live views): the
-    recall of each prompt, and each sample's explanation listing the facts it lost."""
+    recall of each prompt, and each sample's explanation listing the facts it lost (in its
+    store: the Score itself holds numbers and a headline, what inspect keeps of every sample
+    until the run ends)."""
     from inspect_ai.log import read_eval_log
 
     work, _ = small_run
@@ -97,7 +99,10 @@ def test_the_runs_inspect_log_shows_recall_per_prompt_and_what_each_sample_lost(
     for sample in log.samples:
         record = next(r for r in results["samples"] if (r["trace"], r["point"], r["prompt"]) ==
                       (sample.metadata["trace"], sample.metadata["point"], sample.metadata["prompt"]))
-        explanation = sample.scores["fact_recall"].explanation
+        score = sample.scores["fact_recall"]
+        explanation = sample.store["explanation"]
+        assert explanation.splitlines()[0] == score.explanation  # the headline: kept k of n
+        assert score.answer is None and sample.output.completion == record["summary"]  # the summary is the output
         for fact in record["facts"]:
             assert (f"`{fact['id']}`" in explanation) is (not fact["kept"]), (fact["id"], explanation)
             lost += not fact["kept"]

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from compaction_eval.contracts.labels import EXACT_CATEGORIES, AvoidItem, Fact, Labels
 from compaction_eval.contracts.problems import Problem
@@ -429,7 +429,7 @@ def key_warnings(labels: Labels, trace: Trace) -> list[Problem]:
     return out
 
 
-def corpus_key_warnings(labels: Iterable[Labels], traces: dict[str, Trace]) -> list[Problem]:
+def corpus_key_warnings(labels: Iterable[Labels], traces: Mapping[str, Trace]) -> list[Problem]:
     """`key_warnings` of every labels file whose trace is loaded."""
     return [w for lab in labels if lab.trace in traces for w in key_warnings(lab, traces[lab.trace])]
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -133,7 +134,7 @@ def run_labels(results: dict[str, Any], *, bases: Iterable[Path] = (), traces: I
     return found
 
 
-def per_source_limit(labels: list[Labels], traces: dict[str, Trace], n: int) -> list[Labels]:
+def per_source_limit(labels: list[Labels], traces: Mapping[str, Trace], n: int) -> list[Labels]:
     """At most `n` labels per source (the first by trace id), for an input `DIR#N`. Labels of
     a trace that is not loaded are kept, so that the caller reports them."""
     from compaction_eval.contracts.traces import source_of
@@ -186,16 +187,65 @@ def read_trace(path: Path | str, *, strict: bool = True) -> tuple[Trace | None, 
     return (None, problems) if problems else (trace_from_json(data, path), [])
 
 
+TRACES_KEPT = 16
+"""Traces a `TraceFiles` keeps read (the latest used): the points of one trace are
+visited one after another."""
+
+
+class TraceFiles(Mapping[str, Trace]):
+    """Traces by id, each read from its file when it is asked for, the last `keep` kept.
+
+    A corpus of 1,250 synthetic traces (10,000 recall samples) is 350 MB once parsed, and
+    the allocator keeps most of that after it is freed: a large run must never hold every
+    trace at once. Reading a trace again gives the same trace (files are checked once, when
+    the corpus is loaded); traces with no file to read again (`hf:` rows) are kept as given.
+    Iterates in the order traces were added, like the dict it stands in for.
+    """
+
+    def __init__(self, keep: int = TRACES_KEPT) -> None:
+        self._where: dict[str, Path | Trace] = {}
+        self._recent: OrderedDict[str, Trace] = OrderedDict()
+        self._keep = keep
+
+    def add(self, trace: Trace) -> None:
+        on_disk = trace.path is not None and Path(trace.path).is_file()
+        self._where[trace.id] = Path(trace.path) if on_disk and trace.path is not None else trace
+
+    def __getitem__(self, tid: str) -> Trace:
+        where = self._where[tid]
+        if isinstance(where, Trace):
+            return where
+        if tid in self._recent:
+            self._recent.move_to_end(tid)
+            return self._recent[tid]
+        trace, problems = read_trace(where)
+        if trace is None:  # changed since it was checked
+            raise ContractError(problems)
+        self._recent[tid] = trace
+        if len(self._recent) > self._keep:
+            self._recent.popitem(last=False)
+        return trace
+
+    def __contains__(self, tid: object) -> bool:
+        return tid in self._where
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+
 @dataclass
 class Corpus:
     """Traces and their labels, all checked.
 
     Args:
-        traces: by trace id.
+        traces: by trace id (a `TraceFiles` when loaded with `lazy`).
         labels: by trace id; every labels file has its trace.
     """
 
-    traces: dict[str, Trace]
+    traces: Mapping[str, Trace]
     labels: dict[str, Labels]
     skipped: list[Path] = field(default_factory=list)
 
@@ -224,15 +274,17 @@ class Corpus:
         return datasets.Dataset.from_list(self.rows())
 
 
-def check_corpus(trace_inputs: Iterable[Path | str], label_inputs: Iterable[Path | str]) -> tuple[Corpus, list[Problem]]:
+def check_corpus(trace_inputs: Iterable[Path | str], label_inputs: Iterable[Path | str], *,
+                 lazy: bool = False) -> tuple[Corpus, list[Problem]]:
     """Load everything, collecting every problem instead of stopping at the first.
 
     An input `hf:PATH` (a dataset folder or a Hub name, see corpus.hf) gives the traces, or
-    the labels, of that dataset's rows; every other input is a file or directory.
+    the labels, of that dataset's rows; every other input is a file or directory. With
+    `lazy` the traces are checked one at a time and read again when used (`TraceFiles`).
     """
     trace_inputs, label_inputs = list(trace_inputs), list(label_inputs)
     problems: list[Problem] = []
-    traces: dict[str, Trace] = {}
+    traces: dict[str, Trace] | TraceFiles = TraceFiles() if lazy else {}
     scanned: set[Path] = set()
     skipped: list[Path] = []
     try:
@@ -244,6 +296,8 @@ def check_corpus(trace_inputs: Iterable[Path | str], label_inputs: Iterable[Path
     def add(trace: Trace) -> None:
         if trace.id in traces:
             problems.append(Problem(str(trace.path), "id", f"trace id {trace.id!r} also in {traces[trace.id].path}"))
+        elif isinstance(traces, TraceFiles):
+            traces.add(trace)
         else:
             traces[trace.id] = trace
 
@@ -305,15 +359,17 @@ def check_corpus(trace_inputs: Iterable[Path | str], label_inputs: Iterable[Path
 
 
 def load_corpus(trace_inputs: Iterable[Path | str], label_inputs: Iterable[Path | str], *,
-                points: Sequence[str] = ()) -> Corpus:
+                points: Sequence[str] = (), lazy: bool = False) -> Corpus:
     """The corpus, or a ContractError listing every problem.
 
     Args:
         points: when given, only these samples (`TRACE@AT`, each a labelled point), e.g. the
             points a recording answers: the other points and traces are left out.
+        lazy: traces are read when used, a few kept (`TraceFiles`): for a caller that
+            visits them one at a time (a recall run), so memory does not grow with the corpus.
     """
     trace_inputs, label_inputs = list(trace_inputs), list(label_inputs)
-    corpus, problems = check_corpus(trace_inputs, label_inputs)
+    corpus, problems = check_corpus(trace_inputs, label_inputs, lazy=lazy)
     if problems:
         raise ContractError(problems)
     if not corpus.labels:

@@ -15,15 +15,30 @@ from compaction_eval.contracts.traces import source_of
 from compaction_eval.corpus.load import Corpus
 
 
+def trace_shapes(corpus: Corpus) -> dict[str, dict[str, Any]]:
+    """What the statistics need of each trace (source, size, who made it), by trace id in
+    the corpus's order: one trace is looked at at a time, so a corpus whose traces are read
+    when used (`TraceFiles`) is never all in memory."""
+    shapes = {}
+    for tid in corpus.traces:
+        trace = corpus.traces[tid]
+        meta = trace.metadata
+        shapes[tid] = {"source": source_of(trace), "messages": len(trace.messages), "tokens": sum(trace.token_counts),
+                       "agent": meta.get("agent"), "model": meta.get("model"),
+                       "task_kind": meta.get("task_kind") or meta.get("family"), "license": trace.source.get("license")}
+    return shapes
+
+
 def corpus_stats(corpus: Corpus) -> dict[str, Any]:
     facts = Counter(f.category for lab in corpus.labels.values() for f in lab.facts)
     labelled_by = Counter(lab.labelled_by for lab in corpus.labels.values())
-    traces = [corpus.traces[tid] for tid in corpus.labels]
+    shapes = trace_shapes(corpus)
+    traces = [shapes[tid] for tid in corpus.labels]
     return {
         "traces": len(traces),
         "points": sum(len(lab.points) for lab in corpus.labels.values()),
-        "messages": sum(len(t.messages) for t in traces),
-        "tokens": sum(sum(t.token_counts) for t in traces),
+        "messages": sum(t["messages"] for t in traces),
+        "tokens": sum(t["tokens"] for t in traces),
         "facts": sum(facts.values()),
         "facts_by_category": dict(sorted(facts.items())),
         "labelled_by": dict(sorted(labelled_by.items())),
@@ -31,7 +46,7 @@ def corpus_stats(corpus: Corpus) -> dict[str, Any]:
         "real_traces": len(traces) - labelled_by.get("generator", 0),
         "unlabelled_traces": len(corpus.traces) - len(traces),
         "skipped_files": [str(p) for p in corpus.skipped],
-        "by_source": by_source(corpus),
+        "by_source": by_source(corpus, shapes),
         "fingerprint": fingerprint(corpus),
     }
 
@@ -54,26 +69,27 @@ def _distinct(values: Iterable[Any]) -> list[str]:
     return sorted({str(v) for v in values if v not in (None, "")})
 
 
-def by_source(corpus: Corpus) -> list[dict[str, Any]]:
+def by_source(corpus: Corpus, shapes: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """One row per source, in name order: agents, models, task kinds and licenses seen, then
-    the numbers of `_group` for its labelled traces and how many of its traces are unlabelled."""
+    the numbers of `_group` for its labelled traces and how many of its traces are unlabelled.
+    `shapes`: `trace_shapes(corpus)` when the caller has it."""
+    shapes = trace_shapes(corpus) if shapes is None else shapes
     sources: dict[str, list[str]] = defaultdict(list)
-    for tid, trace in corpus.traces.items():
-        sources[source_of(trace)].append(tid)
+    for tid, shape in shapes.items():
+        sources[shape["source"]].append(tid)
     rows = []
     for name in sorted(sources):
         tids = sorted(sources[name])
         labelled = [t for t in tids if t in corpus.labels]
-        traces = [corpus.traces[t] for t in tids]
-        meta = [t.metadata for t in traces]
+        traces = [shapes[t] for t in tids]
         rows.append({
             "source": name,
-            "agents": _distinct(m.get("agent") for m in meta),
-            "models": _distinct(m.get("model") for m in meta),
-            "task_kinds": _distinct(m.get("task_kind") or m.get("family") for m in meta),
-            "licenses": _distinct(t.source.get("license") for t in traces),
+            "agents": _distinct(t["agent"] for t in traces),
+            "models": _distinct(t["model"] for t in traces),
+            "task_kinds": _distinct(t["task_kind"] for t in traces),
+            "licenses": _distinct(t["license"] for t in traces),
             "labelled_by": dict(sorted(Counter(corpus.labels[t].labelled_by for t in labelled).items())),
-            **_group(corpus, labelled),
+            **_group(corpus, labelled, shapes),
             "unlabelled_traces": len(tids) - len(labelled),
         })
     return rows
@@ -106,13 +122,13 @@ def _align(rows: list[list[Any]], numeric: Iterable[int]) -> str:
                      for r in rows)
 
 
-def _group(corpus: Corpus, tids: list[str]) -> dict[str, Any]:
+def _group(corpus: Corpus, tids: list[str], shapes: dict[str, dict[str, Any]]) -> dict[str, Any]:
     facts = Counter(f.category for tid in tids for f in corpus.labels[tid].facts)
-    tokens = [sum(corpus.traces[tid].token_counts) for tid in tids]
+    tokens = [shapes[tid]["tokens"] for tid in tids]
     return {
         "traces": len(tids),
         "points": sum(len(corpus.labels[tid].points) for tid in tids),
-        "messages": sum(len(corpus.traces[tid].messages) for tid in tids),
+        "messages": sum(shapes[tid]["messages"] for tid in tids),
         "tokens": sum(tokens),
         "tokens_min": min(tokens, default=0),
         "tokens_max": max(tokens, default=0),
@@ -129,13 +145,14 @@ def corpus_table(corpus: Corpus) -> dict[str, Any]:
     labelled = sorted(corpus.labels)
     synthetic = [t for t in labelled if corpus.labels[t].labelled_by == "generator"]
     real = [t for t in labelled if corpus.labels[t].labelled_by != "generator"]
+    shapes = trace_shapes(corpus)
     return {
-        "groups": {"synthetic": _group(corpus, synthetic), "real": _group(corpus, real),
-                   "all": _group(corpus, labelled)},
+        "groups": {"synthetic": _group(corpus, synthetic, shapes), "real": _group(corpus, real, shapes),
+                   "all": _group(corpus, labelled, shapes)},
         "drafts": sum(corpus.labels[t].labelled_by == "draft" for t in labelled),
         "unlabelled_traces": len(corpus.traces) - len(labelled),
         "skipped_files": [str(p) for p in corpus.skipped],
-        "by_source": by_source(corpus),
+        "by_source": by_source(corpus, shapes),
     }
 
 

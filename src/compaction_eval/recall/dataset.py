@@ -15,7 +15,8 @@ def recall_samples(traces: Sequence[Path | str], labels: Sequence[Path | str], c
                    points: Sequence[str] = ()) -> MemoryDataset:
     """Samples for every labelled point of every trace (or only `points`, `TRACE@AT`), under
     every candidate prompt."""
-    corpus = load_corpus(traces, labels, points=points)
+    # the rows need each trace's path, not the traces: they are read one at a time
+    corpus = load_corpus(traces, labels, points=points, lazy=True)
     rows = corpus.rows()
     samples = [
         Sample(

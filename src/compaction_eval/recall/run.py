@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from compaction_eval.compaction.recorded import MissingAnswers
 from compaction_eval.compaction.recorded import provenance as recorded_provenance
 from compaction_eval.compaction.session import provider_args, redacting
+from compaction_eval.contracts.heap import fix_mmap_threshold
 from compaction_eval.contracts.paths import DEFAULTS, resolve_inputs
 from compaction_eval.contracts.problems import ContractError, Problem
 from compaction_eval.contracts.prompts import load_candidates, require_span
@@ -355,6 +356,7 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
     """
     config.check()
     out_dir = check_run_path(out_dir).resolve()
+    fix_mmap_threshold()  # a long run's freed buffers go back to the system (contracts.heap)
     # results.json records where the inputs were read (absolute: a report renders from any
     # directory) and the paths as given (found again when a run directory is moved).
     given = {kind: [str(p) for p in getattr(config, kind)] for kind in ("traces", "labels", "prompts")}
@@ -362,7 +364,8 @@ def run_recall(config: RecallConfig, out_dir: Path, *, on_plan: Callable[[int], 
     config = replace(config, traces=resolved["traces"], labels=resolved["labels"], prompts=resolved["prompts"])
     if redacting():  # a command run with --redact redacts every recall run it makes (tune's rounds too)
         config = replace(config, redact=True)
-    corpus = load_corpus(config.traces, config.labels, points=config.points)
+    # traces read when used, one at a time: a large corpus is never all in memory (TraceFiles)
+    corpus = load_corpus(config.traces, config.labels, points=config.points, lazy=True)
     from_hf = any(map(is_hf, [*config.traces, *config.labels]))
     if from_hf and config.redact:
         raise ContractError([Problem("--redact", "", "not available with hf: inputs (redact the files, then export them)")])

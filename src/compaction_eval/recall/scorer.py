@@ -23,6 +23,7 @@ METRICS = ("recall", "precision", "context_recall", "compression", "critical_los
 # and 0.27): the per-prompt metrics are what `inspect view` shows as the leaderboard.
 BY_PROMPT = ("recall", "context_recall", "precision")
 VERDICTS_KEY = "verdicts"
+EXPLANATION_KEY = "explanation"
 
 
 def _metrics() -> dict[str, list]:
@@ -32,11 +33,18 @@ def _metrics() -> dict[str, list]:
     }
 
 
+def headline(score: SummaryScore) -> str:
+    """How many expected facts the summary kept, one line (Score.explanation)."""
+    lost = sum(1 for v in score.facts if not v.kept)
+    return f"kept {len(score.facts) - lost} of {len(score.facts)} expected facts (recall {score.recall:.2f})"
+
+
 def explain(score: SummaryScore, labels: Labels) -> str:
-    """What the summary lost, one line per fact (Score.explanation, shown by `inspect view`)."""
+    """What the summary lost, one line per fact after the headline (the sample's store,
+    `explanation`, shown by `inspect view`)."""
     text = {f.id: f.text for f in labels.facts}
     lost = [v for v in score.facts if not v.kept]
-    lines = [f"kept {len(score.facts) - len(lost)} of {len(score.facts)} expected facts (recall {score.recall:.2f})"]
+    lines = [headline(score)]
     for v in lost:
         why = f" ({v.note})" if v.note else ""
         lines.append(f"- lost{' CRITICAL' if v.critical else ''} {v.category} `{v.id}`: {text.get(v.id, '')}{why}")
@@ -100,8 +108,12 @@ def fact_recall(judge_model: str | None = None) -> Scorer:
         detail.update(tier_fields(detail["facts"], judge_model=judge_model, judge_error=judge_error))
         detail["tail_only_facts"] = sorted({f.id for f in labels.expected(at)} - {f.id for f in in_scope.expected(at)})
         compression = compacted["span_tokens"] / max(compacted["summary_tokens"], 1)
-        # The verdicts go to the sample's store, not Score.metadata: inspect deep-copies every
-        # Score once per metric when it aggregates, and the verdicts are most of a sample.
+        # The verdicts, and the lost facts spelled out, go to the sample's store (written to
+        # the log with the sample, then dropped), not the Score: inspect keeps every sample's
+        # Score, and a summary of it, until the run ends (and deep-copies every Score once per
+        # metric when it aggregates). A Score of numbers and a headline is what grows with
+        # the run; the summary itself is the sample's output.
+        state.store.set(EXPLANATION_KEY, explain(on_summary, in_scope))
         state.store.set(VERDICTS_KEY, {
             "summary_score": detail,
             "context_score": {
@@ -120,8 +132,7 @@ def fact_recall(judge_model: str | None = None) -> Scorer:
                 "critical_lost": float(len(on_summary.critical_lost)),
                 "distortions": float(len(on_summary.distortions)),
             },
-            answer=summary,
-            explanation=explain(on_summary, in_scope),
+            explanation=headline(on_summary),
         )
 
     return score

@@ -321,7 +321,10 @@ def _check(config: ReplayRunConfig, modes: tuple[str, ...]) -> tuple[Any, list[A
 def compute(config: ReplayRunConfig, modes: tuple[str, ...] = MODES) -> dict[str, dict[str, Any]]:
     """Run `modes`; the content of each file by mode (nothing written)."""
     corpus, candidates = _check(config, modes)
+    from compaction_eval.contracts.heap import fix_mmap_threshold
     from compaction_eval.replay.common import open_model
+
+    fix_mmap_threshold()  # freed buffers go back to the system (contracts.heap)
 
     model = open_model(config.model, max_retries=config.max_retries, timeout=config.timeout)
     reader = open_model(config.reader_model, max_retries=config.max_retries, timeout=config.timeout) if "probes" in modes else None

@@ -14,6 +14,7 @@ import numpy as np
 
 DEFAULT_RESAMPLES = 2000
 DEFAULT_SEED = 20261129
+RESAMPLE_BLOCK = 100
 
 
 def bootstrap_mean_ci(
@@ -40,7 +41,11 @@ def bootstrap_mean_ci(
     if x.size == 1 or np.all(x == x[0]):
         return (float(x[0]), float(x[0])) if x.size == 1 else (float(x.mean()), float(x.mean()))
     rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, x.size, size=(resamples, x.size))].mean(axis=1)
+    # A block of resamples at a time: all at once is two resamples x samples matrices (80 MB
+    # at 2,500 samples, growing with the run). The generator's draws continue from block to
+    # block, so the means are the ones a single draw gives.
+    means = np.concatenate([x[rng.integers(0, x.size, size=(min(RESAMPLE_BLOCK, resamples - start), x.size))].mean(axis=1)
+                            for start in range(0, resamples, RESAMPLE_BLOCK)])
     alpha = (1 - level) / 2
     lo, hi = np.quantile(means, [alpha, 1 - alpha])
     return (float(lo), float(hi))
