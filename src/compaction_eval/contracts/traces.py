@@ -130,8 +130,14 @@ def read_trace_bytes(path: Path) -> bytes:
         if path.is_dir():
             raise ContractError([Problem(where, "", "is a directory, not a trace file")])
         if path.name.endswith(".gz"):
+            # in chunks: one read(limit + 1) reserves a 256 MiB buffer for every trace read
+            chunks: list[bytes] = []
+            size = 0
             with gzip.open(path, "rb") as fh:
-                raw = fh.read(limit + 1)
+                while size <= limit and (chunk := fh.read(1 << 20)):
+                    chunks.append(chunk)
+                    size += len(chunk)
+            raw = b"".join(chunks)
         else:
             if path.stat().st_size > limit:
                 raise ContractError([too_big])
