@@ -136,8 +136,8 @@ class AnswerTooLarge(RuntimeError):
 def clean_messages(input: list[Any], redact: bool) -> list[Any]:
     """The messages with the environment's credential values replaced, and every text and
     tool-call argument redacted when `redact`; a message is copied only when it changes."""
-    from compaction_eval.contracts.credentials import credential_values, scrub_credentials, scrub_data
-    from compaction_eval.corpus.redact import redact_json, redact_text
+    from compaction_eval.contracts.credentials import credential_values, scrub_credentials
+    from compaction_eval.corpus.redact import redact_text
 
     creds = bool(credential_values())
     if not (redact or creds):
@@ -148,8 +148,7 @@ def clean_messages(input: list[Any], redact: bool) -> list[Any]:
         return scrub_credentials(t) if creds else t
 
     def data(d: Any) -> Any:
-        d = redact_json(d, REDACTIONS) if redact else d
-        return scrub_data(d) if creds else d
+        return _clean_json(d, redact)
 
     out = []
     for message in input:
@@ -170,18 +169,25 @@ def clean_messages(input: list[Any], redact: bool) -> list[Any]:
     return out
 
 
+def _clean_json(data: Any, redact: bool) -> Any:
+    """JSON data with secret shapes redacted (when `redact`) and credential values replaced."""
+    from compaction_eval.contracts.credentials import scrub_data
+    from compaction_eval.corpus.redact import redact_json
+
+    return scrub_data(redact_json(data, REDACTIONS) if redact else data)
+
+
 def clean_output(output: Any, redact: bool) -> Any:
     """`output` (a ModelOutput) with credentials replaced, and secret shapes too when `redact`;
     the same object when nothing changes."""
     from inspect_ai.model import ModelOutput
 
-    from compaction_eval.contracts.credentials import credential_values, scrub_data
-    from compaction_eval.corpus.redact import redact_json
+    from compaction_eval.contracts.credentials import credential_values
 
     if not isinstance(output, ModelOutput) or not (redact or credential_values()):
         return output
     data = output.model_dump(mode="json")
-    cleaned = scrub_data(redact_json(data, REDACTIONS) if redact else data)
+    cleaned = _clean_json(data, redact)
     return output if cleaned == data else ModelOutput.model_validate(cleaned)
 
 
@@ -190,15 +196,14 @@ def clean_call(call: Any, redact: bool) -> Any:
     to its log) cleaned like an answer."""
     from inspect_ai.model import ModelCall
 
-    from compaction_eval.contracts.credentials import credential_values, scrub_data
-    from compaction_eval.corpus.redact import redact_json
+    from compaction_eval.contracts.credentials import credential_values
 
     if not isinstance(call, ModelCall) or not (redact or credential_values()):
         return call
     update = {}
     for name in ("request", "response"):
         value = getattr(call, name)
-        cleaned = scrub_data(redact_json(value, REDACTIONS) if redact else value)
+        cleaned = _clean_json(value, redact)
         if cleaned != value:
             update[name] = cleaned
     return call.model_copy(update=update) if update else call
@@ -260,7 +265,7 @@ def install() -> None:
         cleaned = clean_messages(messages, redact=bool(session and session.redact))
         input = input if cleaned is messages else cleaned
         if session is None or is_stand_in(str(self)):
-            return clean_output(await original(self, input, *args, **kwargs), bool(session and session.redact))
+            return await original(self, input, *args, **kwargs)
         if session.timeout is not None or session.max_retries is not None:
             from compaction_eval.contracts.runfiles import request_limits
 
@@ -273,9 +278,7 @@ def install() -> None:
                 args = (*args[:2], args[2].merge(GenerateConfig(**limits)), *args[3:])
             else:
                 kwargs["config"] = (kwargs.get("config") or GenerateConfig()).merge(GenerateConfig(**limits))
-        # Cleaned here too: an answer from inspect's cache or the journal, stored before this
-        # guard existed, never passed the provider's wrapper.
-        output = clean_output(await original(self, input, *args, **kwargs), session.redact)
+        output = await original(self, input, *args, **kwargs)  # cleaned by the provider's guard
         size = len(output.completion or "")
         if size > session.max_answer_chars:
             raise AnswerTooLarge(f"{self} answered {size} characters: more than the cap of {session.max_answer_chars} (does it ignore max_tokens?)")
